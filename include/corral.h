@@ -445,6 +445,17 @@ int corral_policy_set_workspace(struct corral_policy *p, const char *dir,
  */
 CORRAL_PUBLIC
 int corral_host_path_check(int fd, const char *path, struct corral_err *err);
+
+/*
+ * Whether the directory fd (O_PATH; what, "--rootfs DIR", begins err's
+ * sentence) may be a root (--rootfs, an OCI rootfs, a bundle): -EPERM
+ * where it lies on a FUSE filesystem
+ * whose daemon is another user's, judged before anything there is asked
+ * (a stat is a request to that daemon, and one that never answers held
+ * the caller); 0 otherwise, -errno when it cannot be judged (fuseroot.c).
+ */
+CORRAL_PUBLIC
+int corral_root_fd_check(int fd, const char *what, struct corral_err *err);
 /*
  * Whether p's view (workspace, binds, root) holds a secret's from_file, or
  * its env.pass a secret's from_env variable, as the sandbox's start will

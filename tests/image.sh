@@ -22,6 +22,28 @@ HELPERS=${CORRAL_HELPERS:-$(dirname "$CORRAL")/helpers}
 [ -x "$HELPERS/attack" ] || HELPERS=$(dirname "$CORRAL")/tests/helpers
 
 
+# fuse_stall_mount DIR UID: tests/fake_fuse.py's FUSE mount at DIR, of
+# UID's, that no daemon answers; fuse_stall_umount DIR ends it (a lazy
+# unmount, then its stdin closed), and is called before any assertion.
+fuse_stall_mount() {
+	mkfifo "$T/fuse.in"
+	/usr/bin/python3 "$HERE/fake_fuse.py" "$1" "$2" < "$T/fuse.in" > "$T/fuse.out" 2>&1 &
+	FUSE_PID=$!
+	exec 8> "$T/fuse.in"
+	for _ in $(seq 1 200); do
+		grep -q mounted "$T/fuse.out" && return 0
+		kill -0 "$FUSE_PID" 2>/dev/null || break
+		sleep 0.05
+	done
+	fuse_stall_umount "$1"
+	fail "the FUSE mount: $(cat "$T/fuse.out")"
+}
+fuse_stall_umount() {
+	! grep -q " $1 " /proc/self/mountinfo || umount -l "$1"
+	exec 8>&-
+	wait "$FUSE_PID"
+}
+
 # say_out_err: $T/out then $T/err, as cat of them printed them (read -d ''
 # takes a whole file, its newlines too), without cat's fork and exec at
 # each of some 150 img and crun calls a lane
@@ -937,6 +959,45 @@ t_run_rootfs_dir() {
 	out=$(crun --rootfs "$T/tree" -- /bin/sh -c 'echo x > /data/f')
 	expect_contains "read-only" "$out" "Read-only file system"
 	expect_eq "tree untouched" "$(cat "$T/tree/data/f")" "from the tree"
+}
+
+# A --rootfs tree with a mount beneath (here a tmpfs at data/): the
+# sandbox's overlay cannot take it as a lower layer (the host's mounts are
+# locked in the sandbox's namespace; the kernel logs "failed to clone
+# lowerpath"), and the run failed with a bare "Invalid argument" of the
+# overlay's mount.  Now it says which tree and which mount.  Root only:
+# another user cannot mount a tmpfs in the host's namespace.
+t_run_rootfs_mount_beneath_said() {
+	[ "$ME" = 0 ] || { skip "mounting in the host's namespace needs root"; return 77; }
+	mkdir -p "$T/tree/bin" "$T/tree/data"
+	cp /bin/busybox "$T/tree/bin/"
+	ln -s busybox "$T/tree/bin/sh"
+	chmod -R a+rX "$T/tree"
+	mount -t tmpfs -o size=1m tmpfs "$T/tree/data" || { fail "mount"; return 1; }
+	out=$(crun --rootfs "$T/tree" -- /bin/sh -c 'echo ran')
+	umount "$T/tree/data"
+	expect_eq "exit" "$(rc)" 125
+	expect_contains "said" "$out" "$T/tree has a mount beneath it, at $T/tree/data, which a sandbox's overlay cannot take"
+	out=$(crun --rootfs "$T/tree" -- /bin/sh -c 'echo ran')
+	expect_eq "without the mount" "$out" "ran"
+}
+
+# A --rootfs that is a FUSE mount whose daemon (a tenant's, with
+# allow_other; emulated as root) never answers: realpath()'s lstat there
+# held corral in the kernel past SIGTERM (SIGKILL ends it).
+# Now refused before anything of it is asked: the mount's line in the
+# table says whose daemon it is.
+t_run_rootfs_on_a_tenants_fuse_refused() {
+	[ "$ME" = 0 ] || { skip "mounting in the host's namespace needs root"; return 77; }
+	local rc=0
+	mkdir "$T/tree"
+	fuse_stall_mount "$T/tree" 65534 || return 1
+	timeout -s KILL 20 "$CORRAL" run --state-dir "$T/state" --rootfs "$T/tree" -- true \
+		> "$T/out" 2>&1 < /dev/null || rc=$?
+	fuse_stall_umount "$T/tree"
+	expect_eq "exit" "$rc" 125
+	expect_contains "said" "$(cat "$T/out")" \
+		"--rootfs $T/tree lies on a FUSE filesystem whose daemon is uid 65534's"
 }
 
 t_run_image_host_tmp_binds() {

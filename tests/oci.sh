@@ -187,6 +187,28 @@ own_more() {
 	return 1
 }
 
+# fuse_stall_mount DIR UID: tests/fake_fuse.py's FUSE mount at DIR, of
+# UID's, that no daemon answers; fuse_stall_umount DIR ends it (a lazy
+# unmount, then its stdin closed), and is called before any assertion.
+fuse_stall_mount() {
+	mkfifo "$T/fuse.in"
+	/usr/bin/python3 "$HERE/fake_fuse.py" "$1" "$2" < "$T/fuse.in" > "$T/fuse.out" 2>&1 &
+	FUSE_PID=$!
+	exec 8> "$T/fuse.in"
+	for _ in $(seq 1 200); do
+		grep -q mounted "$T/fuse.out" && return 0
+		kill -0 "$FUSE_PID" 2>/dev/null || break
+		sleep 0.05
+	done
+	fuse_stall_umount "$1"
+	fail "the FUSE mount: $(cat "$T/fuse.out")"
+}
+fuse_stall_umount() {
+	! grep -q " $1 " /proc/self/mountinfo || umount -l "$1"
+	exec 8>&-
+	wait "$FUSE_PID"
+}
+
 # ---- as anyone ----------------------------------------------------------
 
 t_cli_answers() {
@@ -222,6 +244,39 @@ t_verb_help() {
 		expect_contains "exec ID ls --help: refused as for any exec" \
 			"$(last_error)" "must run as root"
 	fi
+}
+
+# A usage error exits 1, as runc's (urfave/cli's), not the 2 of corral's
+# other verbs: whoever drives `corral oci` as runc sees runc's status.
+# The log still says what was wrong.  As root the verbs' own flags too.
+usage_exits_1() {	# usage_exits_1 WANT ARGS...
+	local want=$1
+	shift
+	rm -f "$T/log.json"
+	oci "$@" > /dev/null || true
+	expect_eq "corral oci $*: rc" "$(rc)" 1 || return 1
+	[ -z "$want" ] || expect_contains "corral oci $*: said" "$(cat "$T/err")" "$want"
+}
+t_usage_exits_1() {
+	usage_exits_1 "unknown global flag --bogus" --bogus state c1 || return 1
+	usage_exits_1 'unknown command "nosuchverb"' nosuchverb c1 || return 1
+	usage_exits_1 "Usage: corral oci" || return 1
+	usage_exits_1 "--log-format yaml: json or text" --log-format yaml state c1 || return 1
+	usage_exits_1 "state: expected one container id" state a b || return 1
+	[ "$ME" = 0 ] || return 0
+	usage_exits_1 "create: unknown flag --bogus" create --bogus c1 || return 1
+	usage_exits_1 "create: expected one container id" create --bundle "$T" || return 1
+	usage_exits_1 "kill: expected ID [SIGNAL]" kill || return 1
+	usage_exits_1 "invalid signal" kill c1 NOSIG || return 1
+	usage_exits_1 "delete: unknown flag --bogus" delete --bogus c1 || return 1
+	usage_exits_1 "exec: --env FOO: expected NAME=VALUE" exec -e FOO c1 true || return 1
+	usage_exits_1 "ps: --format json|table" ps --format yaml c1 || return 1
+	usage_exits_1 "update: expected --resources FILE|- ID" update c1 || return 1
+	usage_exits_1 "events: --interval x" events --interval x c1 || return 1
+	# the rest of corral keeps its own rule: 2 is a usage error there
+	local r=0
+	"$CORRAL" version --bogus > /dev/null 2>&1 || r=$?
+	expect_eq "corral version --bogus" "$r" 2
 }
 
 # ---- the CLI, as root ---------------------------------------------------
@@ -331,7 +386,7 @@ t_exec_ps_pause() {
 	out=$(oci exec -e FOO=new --process "$T/pe.json" c1)
 	expect_eq "-e over --process" "$out" "foo=new"
 	oci exec -e FOO c1 true > /dev/null || true
-	expect_eq "-e without =" "$(rc)" 2
+	expect_eq "-e without =" "$(rc)" 1
 	expect_contains "-e without = named" "$(cat "$T/err")" "--env FOO: expected NAME=VALUE"
 	# an exec'd process's denied calls reach the monitor's audit log too
 	oci exec c1 busybox unshare -m true > /dev/null || true
@@ -1023,10 +1078,13 @@ t_console_socket() {
 # console_listener SOCK LOG: a unix socket at SOCK whose first caller's
 # first message, fds and uid go to LOG; ended by a caller saying "done"
 # (first or not), the test's own, so that nothing here waits on time.
+# CONSOLE_LISTEN_AS=UID: bound as the caller, listened on as UID.
 console_listener() {
-	/usr/bin/python3 -c 'import socket, struct, sys
+	/usr/bin/python3 -c 'import os, socket, struct, sys
 s = socket.socket(socket.AF_UNIX)
 s.bind(sys.argv[1])
+if os.environ.get("CONSOLE_LISTEN_AS"):
+    os.setresuid(*[int(os.environ["CONSOLE_LISTEN_AS"])] * 3)
 s.listen(8)
 s.settimeout(60)
 print("listening", flush=True)
@@ -1135,6 +1193,60 @@ t_console_socket_not_a_tenants_own() {
 	wait "$lpid" || fail "the listener: $(cat "$T/listening2")"
 	expect_eq "create, root's socket" "$rc2" 0
 	expect_contains "what root's socket heard" "$(cat "$T/heard2" 2>/dev/null)" "/dev/ptmx', 1 fds"
+}
+
+no_terminal_heard() {	# no_terminal_heard WHO LOG: a console_listener's LOG has no fd
+	local heard
+	heard=$(cat "$2" 2>/dev/null) || true
+	[[ $heard != *ptmx* && $heard != *" 1 fds"* ]] || fail "$1 was handed the terminal: $heard"
+}
+# --console-socket at a socket of root's whose listener is not the engine:
+# root in another engine's container (its own pid namespace, no user
+# namespace) with a host directory bound in binds a socket of uid 0, which
+# a tenant who writes the engine's socket's directory (its bundle) puts
+# at the name; root's socket passed, and root handed the container's pty
+# master to that container.  The listener must be root (or the caller) in
+# create's pid namespace now, as the kernel took it at listen(); and one
+# root bound but a process of uid 65534 listens on is refused too.
+t_console_socket_not_another_namespaces() {
+	need_root
+	bundle "$T/b" '["sh", "-c", "echo on-the-pty"]' 'c["process"]["terminal"] = True'
+	chown 65534:65534 "$T/b"
+	# root, in a pid namespace of its own
+	unshare --pid --fork bash -c "$(declare -f console_listener); console_listener \"\$1\" \"\$2\"" \
+		_ "$T/b/console.sock" "$T/b/heard" > "$T/listening" 2>&1 &
+	local lpid=$! why="" rc1 rc2
+	for _ in $(seq 1 200); do [ -S "$T/b/console.sock" ] && break; sleep 0.05; done
+	[ -S "$T/b/console.sock" ] || { kill "$lpid"; fail "no listener: $(cat "$T/listening")"; return 1; }
+	expect_eq "the socket's owner" "$(stat -c %u "$T/b/console.sock")" 0
+	oci create --bundle "$T/b" --console-socket "$T/b/console.sock" c1 > /dev/null || true
+	rc1=$(rc)
+	[ ! -e "$T/log.json" ] || why=$(last_error)
+	oci delete --force c1 > /dev/null || true
+	console_done "$T/b/console.sock"
+	wait "$lpid" || fail "the listener: $(cat "$T/listening")"
+	# connected (to ask the kernel who listens), then closed: no terminal
+	no_terminal_heard "the other namespace's socket" "$T/b/heard"
+	expect_eq "create, another pid namespace's listener" "$rc1" 1
+	expect_contains "refused" "$why" "listened on by pid"
+	expect_contains "refused, why" "$why" "of another pid namespace (a container's)"
+	[ ! -e "$T/root/c1" ] || fail "state left behind by a refused create"
+	# root bound it, uid 65534 listens on it
+	rm -f "$T/b/console.sock" "$T/log.json"
+	CONSOLE_LISTEN_AS=65534 console_listener "$T/b/console.sock" "$T/b/heard2" > "$T/listening2" 2>&1 &
+	lpid=$!
+	for _ in $(seq 1 200); do grep -q listening "$T/listening2" 2>/dev/null && break; sleep 0.05; done
+	grep -q listening "$T/listening2" || { kill "$lpid"; fail "no listener: $(cat "$T/listening2")"; return 1; }
+	expect_eq "the socket's owner, 65534 listening" "$(stat -c %u "$T/b/console.sock")" 0
+	oci create --bundle "$T/b" --console-socket "$T/b/console.sock" c2 > /dev/null || true
+	rc2=$(rc)
+	[ ! -e "$T/log.json" ] || why=$(last_error)
+	oci delete --force c2 > /dev/null || true
+	console_done "$T/b/console.sock"
+	wait "$lpid" || fail "the listener: $(cat "$T/listening2")"
+	no_terminal_heard "65534's listener" "$T/b/heard2"
+	expect_eq "create, 65534's listener" "$rc2" 1
+	expect_contains "refused" "$why" "listened on by uid 65534, not the engine"
 }
 
 t_errors_in_json_log() {
@@ -1306,10 +1418,12 @@ socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$T/refusing.sock"
 # (its init looks the command up before it waits for start), where it
 # exited 0, start too, and only the command's 127 said it.  A name is
 # looked for in the command's PATH, a path as it is; a found one starts.
+# The words are runc 1.1's (Debian's, run here on the same bundles).
 t_create_fails_on_a_missing_command() {
 	need_root
 	bundle "$T/b" '["/bin/no-such-command"]'
-	exits_one "a missing path" 'exec: "/bin/no-such-command": no such file or directory' \
+	exits_one "a missing path" \
+		'exec: "/bin/no-such-command": stat /bin/no-such-command: no such file or directory' \
 		create --bundle "$T/b" c1 || return 1
 	bundle "$T/b" '["no-such-command"]'
 	exits_one "a name in no PATH directory" \
@@ -1325,6 +1439,56 @@ t_create_fails_on_a_missing_command() {
 	oci create --bundle "$T/b" c1 > /dev/null
 	expect_eq "create, a path found" "$(rc)" 0 || return 1
 	oci delete --force c1 > /dev/null
+}
+
+# A command that is there but cannot run: a directory, a file without an
+# execute bit, one whose bits let only others run it.  create passed the
+# files (only existence was judged), start too, and the command's 127 said
+# it; a directory it refused as "no such file" (podman: 127, not found);
+# now create fails as runc's does, in its words: Go's LookPath judges the
+# mode, then runc's eaccess() asks as the process that will exec it.  In
+# PATH such a file is passed over, as exec.LookPath and execvp do.
+t_create_fails_on_a_command_that_cannot_run() {
+	need_root
+	mkdir -p "$T/b/rootfs/dir"
+	bundle "$T/b" '["/dir"]'
+	exits_one "a directory" 'exec: "/dir": permission denied' \
+		create --bundle "$T/b" c1 || return 1
+	printf '#!/bin/sh\necho ran\n' > "$T/b/rootfs/bin/plain"
+	chmod 0644 "$T/b/rootfs/bin/plain"
+	bundle "$T/b" '["/bin/plain"]'
+	exits_one "a file without an execute bit" 'exec: "/bin/plain": permission denied' \
+		create --bundle "$T/b" c1 || return 1
+	bundle "$T/b" '["plain"]'
+	exits_one "only a file without an execute bit in PATH" \
+		'exec: "plain": executable file not found in $PATH' \
+		create --bundle "$T/b" c1 || return 1
+	# root's, run by its owner only: the container's user is not its owner
+	chmod 0700 "$T/b/rootfs/bin/plain"
+	bundle "$T/b" '["/bin/plain"]'
+	exits_one "an execute bit that is not the container's" \
+		'exec /bin/plain: permission denied' create --bundle "$T/b" c1 || return 1
+	bundle "$T/b" '["plain"]'
+	exits_one "the same, found in PATH" 'exec /bin/plain: permission denied' \
+		create --bundle "$T/b" c1 || return 1
+	# passed over in PATH's first directory, found in its second
+	mkdir -p "$T/b/rootfs/first"
+	chmod 0644 "$T/b/rootfs/bin/plain"
+	printf '#!/bin/sh\necho ran\n' > "$T/b/rootfs/first/hello"
+	chmod 0644 "$T/b/rootfs/first/hello"
+	ln -sf busybox "$T/b/rootfs/bin/hello"
+	bundle "$T/b" '["hello", "x"]' 'c["process"]["env"] = ["PATH=/first:/bin"]'
+	oci create --bundle "$T/b" c1 > /dev/null
+	expect_eq "create, the runnable one in PATH" "$(rc)" 0 || return 1
+	oci delete --force c1 > /dev/null
+	# one the container's user may run starts
+	chmod 0755 "$T/b/rootfs/bin/plain"
+	bundle "$T/b" '["/bin/plain"]'
+	oci create --bundle "$T/b" c1 > /dev/null
+	expect_eq "create, runnable" "$(rc)" 0 || return 1
+	oci start c1 > /dev/null
+	wait_status c1 stopped || return 1
+	oci delete c1 > /dev/null
 }
 
 # io.corral.policy: the bundle picks one of the operator's named policies,
@@ -2071,6 +2235,43 @@ json.dump(c, open(sys.argv[1], "w"))' "$T/b/config.json" "$T/hidden/tree"
 
 # A link swapped in between the check and the mount: the container runs on
 # the tree that was checked, or not at all; never where the link leads.
+# A bundle's rootfs that is a FUSE mount of its owner's whose daemon
+# never answers (allow_other; emulated as root): create's fstat of the
+# opened rootfs held the runtime in the kernel, the engine's call with
+# it.  Refused now before anything there is asked, and nothing is left.
+t_rootfs_on_a_tenants_fuse_refused() {
+	need_root
+	local rc=0
+	bundle "$T/b" '["true"]' 'c["root"]["path"] = "fuse"'
+	mkdir "$T/b/fuse"
+	chown 65534:65534 "$T/b" "$T/b/fuse"
+	fuse_stall_mount "$T/b/fuse" 65534 || return 1
+	timeout -s KILL 20 "$OCI" --root "$T/root" --log "$T/log.json" --log-format json \
+		create --bundle "$T/b" c1 > "$T/out" 2>&1 < /dev/null || rc=$?
+	fuse_stall_umount "$T/b/fuse"
+	expect_eq "create" "$rc" 1
+	expect_contains "refused" "$(last_error)" \
+		"root.path $T/b/fuse lies on a FUSE filesystem whose daemon is uid 65534's"
+	[ ! -e "$T/root/c1" ] || fail "state left behind by a refused create"
+}
+
+# The bundle itself a FUSE mount of a tenant's whose daemon never
+# answers: create's realpath() of --bundle held the runtime there, before
+# config.json was read.  Refused now, judged as a rootfs is.
+t_bundle_on_a_tenants_fuse_refused() {
+	need_root
+	local rc=0
+	mkdir "$T/fb"
+	fuse_stall_mount "$T/fb" 65534 || return 1
+	timeout -s KILL 20 "$OCI" --root "$T/root" --log "$T/log.json" --log-format json \
+		create --bundle "$T/fb" c1 > "$T/out" 2>&1 < /dev/null || rc=$?
+	fuse_stall_umount "$T/fb"
+	expect_eq "create" "$rc" 1
+	expect_contains "refused" "$(last_error)" \
+		"--bundle $T/fb lies on a FUSE filesystem whose daemon is uid 65534's"
+	[ ! -e "$T/root/c1" ] || fail "state left behind by a refused create"
+}
+
 t_rootfs_swapped_after_check() {
 	need_root
 	tenant_bundle
@@ -2225,6 +2426,23 @@ t_containerd_run() {
 		fail "state left: $(ls "$T/root/corral-test")"
 }
 
+# ctr run -t: containerd's shim listens on the console socket and runs
+# create as its child, in the same pid namespace: the socket's listener
+# passes create's check and the container has its pty (script(1) gives
+# ctr the terminal it asks for).
+t_containerd_run_tty() {
+	ctrd_ready
+	local out rc=0
+	out=$(script -qec "timeout 60 ctr --address $CTRD/sock --namespace corral-test run -t \
+		--rm --runc-binary $OCI --runc-root $T/root $IMAGE c-tty sh -c 'tty; exit 3'" \
+		/dev/null 2>&1 < /dev/null) || rc=$?
+	echo "$out"
+	expect_contains "a pty" "$out" "/dev/pts/"
+	expect_eq "exit status" "$rc" 3
+	ctr_ containers ls -q | grep -qx c-tty && fail "container left"
+	return 0
+}
+
 t_containerd_task_verbs() {
 	ctrd_ready
 	ctr_ run -d --runc-binary "$OCI" --runc-root "$T/root" "$IMAGE" c-task busybox sleep 60 ||
@@ -2285,6 +2503,12 @@ t_podman() {
 	fi
 	expect_contains "podman run" "$out" "from-podman"
 	expect_eq "podman run status" "$rc" 3
+	# a command there that cannot run: create's words in runc's, which
+	# podman maps to 126, as docker's "cannot invoke" (it said 127, not found)
+	rc=0
+	out=$(timeout 60 $P run --rm --network none --entrypoint /etc "$img" 2>&1) || rc=$?
+	expect_eq "podman run of a directory: status" "$rc" 126
+	expect_contains "podman run of a directory" "$out" 'exec: "/etc": permission denied'
 	rc=0
 	out=$(timeout 60 $P run --rm --network none -t "$img" 'tty; exit 4' 2>&1) || rc=$?
 	expect_contains "podman run -t" "$out" "/dev/pts/"

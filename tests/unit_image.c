@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -17,6 +18,7 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
@@ -671,6 +673,161 @@ TEST(layer_open_crosses_no_mount)
 		/* beside the mount: found */
 		if (layer_open("/proc", l1, "/e", &fd) != 1)
 			bad += fprintf(stderr, "  /e not found\n") > 0;
+		_exit(bad ? 1 : 0);
+	}
+	CHECK(waitpid(pid, &status, 0) == pid);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	rm_tree(dir);
+}
+
+/* fd's text (at most 15 bytes), "dir" for a directory; NULL: no stat */
+static char *seen_fd(int fd, char *buf)
+{
+	char self[64];
+	struct stat st;
+	ssize_t n;
+	int rd;
+
+	if (fstat(fd, &st) < 0)
+		return NULL;
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+	rd = S_ISREG(st.st_mode) ? open(self, O_RDONLY | O_CLOEXEC) : -1;
+	n = rd >= 0 ? read(rd, buf, 15) : -1;
+	snprintf(buf + (n > 0 ? n : 0), 16 - (n > 0 ? n : 0), "%s",
+		 S_ISDIR(st.st_mode) ? "dir" : n < 0 ? "?" : "");
+	if (rd >= 0)
+		close(rd);
+	return buf;
+}
+
+/* what dir shows at path, walked with no link followed; NULL: nothing */
+static char *seen(int dir, const char *path, char *buf)
+{
+	struct open_how how = {
+		.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
+		.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH,
+	};
+	int fd = (int)syscall(SYS_openat2, dir, path, &how, sizeof(how));
+	char *r;
+
+	if (fd < 0)
+		return NULL;
+	r = seen_fd(fd, buf);
+	close(fd);
+	return r;
+}
+
+/*
+ * What the sandbox sees at path by layer_open, the topmost layer that
+ * has it, as seen() says it; NULL where it says none does.
+ */
+static char *seen_by_layer_open(char *const *layers, size_t n, const char *path,
+				char *buf)
+{
+	char canon[256];
+	char *r = NULL;
+	int fd, has = 0;
+
+	snprintf(canon, sizeof(canon), "/%s", path);
+	for (size_t i = 0; i < n && has == 0; i++) {
+		has = layer_open("/proc", layers[i], canon, &fd);
+		if (has == 1) {
+			r = seen_fd(fd, buf);
+			close(fd);
+		}
+	}
+	return r;
+}
+
+/*
+ * layer_open against the kernel's own lookup (Linux 6.18's overlayfs,
+ * userxattr, as corral mounts the root's layers): for each path, what an
+ * overlay of the same two layers shows, or that it shows nothing, and
+ * what layer_open finds, must agree.  The cases the two could read
+ * differently: an xattr whiteout in a directory not marked
+ * user.overlay.opaque="x" (the kernel's lookup honours it in any
+ * directory of any layer; the mark is for readdir only, which lists the
+ * name it cannot stat), with a value, at the root; one that is not
+ * empty, a directory, or the escaped user.overlay.overlay.whiteout;
+ * opaque values "y", "yes", "Y", "yy", "x"; a file over a directory and
+ * a directory over a file.  Mounted in a child of its own mount (and,
+ * unprivileged, user) namespace.
+ */
+TEST(layer_open_agrees_with_the_kernels_lookup)
+{
+	static const char *const paths[] = {
+		"a/f", "b/f", "c/g", "d/g", "e/g", "e/h", "n/g", "n/f", "o2/g",
+		"wroot", "full", "empty", "esc", "wdir", "wdir/g", "fd", "fd/x",
+		"fl", "fl/x", "nope", "a", "n",
+	};
+	static const char *const marks[][3] = {
+		{ "l1/a/f", "user.overlay.whiteout", "" },
+		{ "l1/b/f", "user.overlay.whiteout", "yes" },
+		{ "l1/c", "user.overlay.opaque", "yes" },
+		{ "l1/d", "user.overlay.opaque", "Y" },
+		{ "l1/e", "user.overlay.opaque", "y" },
+		{ "l1/n", "user.overlay.opaque", "x" },
+		{ "l1/n/f", "user.overlay.whiteout", "" },
+		{ "l1/o2", "user.overlay.opaque", "yy" },
+		{ "l1/wroot", "user.overlay.whiteout", "" },
+		{ "l1/full", "user.overlay.whiteout", "" },
+		{ "l1/esc", "user.overlay.overlay.whiteout", "" },
+		{ "l1/wdir", "user.overlay.whiteout", "" },
+	};
+	char dir[] = "/tmp/unit-image-kernel.XXXXXX", l0[128], l1[128], m[128], path[256];
+	int status = -1;
+	pid_t pid;
+
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(l0, sizeof(l0), "%s/l0", dir);
+	snprintf(l1, sizeof(l1), "%s/l1", dir);
+	snprintf(m, sizeof(m), "%s/m", dir);
+	CHECK(mkdir(m, 0755) == 0);
+	for (const char *const *p = (const char *const[]){ "a/f", "b/f", "c/g", "d/g",
+	     "e/g", "n/g", "n/f", "o2/g", "wroot", "full", "empty", "esc", "wdir/g",
+	     "fd/x", "fl", NULL }; *p; p++)
+		put(l0, *p, "L0");
+	put(l1, "a/f", "");
+	put(l1, "b/f", "");
+	put(l1, "c", NULL);
+	put(l1, "d", NULL);
+	put(l1, "e/h", "L1");
+	put(l1, "n/f", "");
+	put(l1, "o2", NULL);
+	put(l1, "wroot", "");
+	put(l1, "full", "L1");
+	put(l1, "empty", "");
+	put(l1, "esc", "");
+	put(l1, "wdir", NULL);
+	put(l1, "fd", "L1");
+	put(l1, "fl", NULL);
+	for (size_t i = 0; i < ARRAY_LEN(marks); i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, marks[i][0]);
+		CHECK(setxattr(path, marks[i][1], marks[i][2], strlen(marks[i][2]), 0) == 0);
+	}
+	pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		char opts[512], kbuf[16], lbuf[16], *layers[] = { l1, l0 };
+		int bad = 0, mfd;
+
+		snprintf(opts, sizeof(opts), "userxattr,lowerdir=%s:%s", l1, l0);
+		if (!own_mount_ns() || mount("overlay", m, "overlay", 0, opts) < 0) {
+			fprintf(stderr, "  cannot mount the overlay: %s\n", strerror(errno));
+			_exit(2);
+		}
+		mfd = open(m, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (mfd < 0)
+			_exit(3);
+		for (size_t i = 0; i < ARRAY_LEN(paths); i++) {
+			const char *k = seen(mfd, paths[i], kbuf);
+			const char *l = seen_by_layer_open(layers, 2, paths[i], lbuf);
+
+			if (!k != !l || (k && strcmp(k, l)))
+				bad += fprintf(stderr, "  /%s: the overlay shows %s, layer_open "
+					       "finds %s\n", paths[i], k ? k : "nothing",
+					       l ? l : "nothing") > 0;
+		}
 		_exit(bad ? 1 : 0);
 	}
 	CHECK(waitpid(pid, &status, 0) == pid);

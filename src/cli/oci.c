@@ -241,7 +241,7 @@ int cmd_oci(int argc, char **argv)
 		case G_LOG_FORMAT:
 			if (strcmp(optarg, "json") && strcmp(optarg, "text")) {
 				oci_error(&g, "--log-format %s: json or text", optarg);
-				return 2;
+				return OCI_USAGE;
 			}
 			g.log_json = !strcmp(optarg, "json");
 			break;
@@ -266,12 +266,12 @@ int cmd_oci(int argc, char **argv)
 			break;
 		default:
 			oci_error(&g, "unknown global flag %s", argv[optind - 1]);
-			return 2;
+			return OCI_USAGE;
 		}
 	}
 	if (optind >= argc) {
 		fputs(oci_usage, stderr);
-		return 2;
+		return OCI_USAGE;
 	}
 	for (size_t i = 0; i < sizeof(oci_commands) / sizeof(oci_commands[0]); i++) {
 		const struct oci_command *c = &oci_commands[i];
@@ -298,5 +298,5 @@ int cmd_oci(int argc, char **argv)
 		return c->fn(&g, argc - optind, argv + optind);
 	}
 	oci_error(&g, "unknown command \"%s\"", argv[optind]);
-	return 2;
+	return OCI_USAGE;
 }

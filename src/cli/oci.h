@@ -24,6 +24,13 @@
 #define OCI_DEFAULT_ROOT	"/run/corral-oci"
 #define OCI_OPERATOR_CONFIG	"/etc/corral/oci.json"
 #define OCI_JSON_MAX	(4 << 20)	/* config.json, process.json: bytes */
+/*
+ * A usage error's exit status: runc's 1 (urfave/cli's), not the rest of
+ * corral's 2, so that whoever drives `corral oci` as runc, a script
+ * that tells runc's failures by status too, sees runc's.  The engines
+ * themselves take any status but 0 alike and read the log.
+ */
+#define OCI_USAGE	1
 
 struct oci_global {
 	const char *root;		/* --root: state directories */
@@ -102,7 +109,8 @@ int oci_open_parent(const char *what, const char *path, const char **base,
 /*
  * A stream socket connected to the unix socket at path, reached the same
  * way, its last name too (--console-socket: root hands the pty's master
- * to whatever listens there), and bound by root or the caller.
+ * to whatever listens there), bound by root or the caller, and listened
+ * on by root or the caller in this pid namespace (SO_PEERCRED).
  */
 int oci_connect_socket(const char *what, const char *path, struct corral_err *err);
 

@@ -666,7 +666,7 @@ static int load_root(const char *bundle, const struct bundle_read *b, json_t *ro
 {
 	const char *path = json_string_value(json_object_get(root, "path"));
 	struct stat st, host;
-	char joined[PATH_MAX], rel[PATH_MAX];
+	char joined[PATH_MAX], rel[PATH_MAX], what[PATH_MAX + 16];
 	int fd;
 
 	if (!path)
@@ -689,6 +689,10 @@ static int load_root(const char *bundle, const struct bundle_read *b, json_t *ro
 		    rel[0] ? rel : ".", O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return corral_set_errno(err, errno, "root.path %s", joined);
+	/* before the fstat: a FUSE daemon of the bundle's owner may never answer */
+	snprintf(what, sizeof(what), "root.path %s", joined);
+	if (corral_root_fd_check(fd, what, err) < 0)
+		goto refused;
 	if (fstat(fd, &st) < 0 || stat("/", &host) < 0) {
 		corral_set_errno(err, errno, "root.path %s", joined);
 		goto refused;
@@ -800,7 +804,7 @@ int oci_spec_load(const struct oci_operator *op, const char *bundle, json_t *con
 		  struct oci_spec *s, struct corral_err *err)
 {
 	struct bundle_read b = { .dir = -1 };
-	char path[PATH_MAX];
+	char path[PATH_MAX], what[PATH_MAX + 16];
 	json_t *lnx, *env;
 	size_t i;
 	int r;
@@ -809,6 +813,12 @@ int oci_spec_load(const struct oci_operator *op, const char *bundle, json_t *con
 	s->net_fd = -1;
 	snprintf(path, sizeof(path), "%s/config.json", bundle);
 	b.dir = open(bundle, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	/* before the fstat: the bundle may be its owner's FUSE mount (create's, exec's) */
+	snprintf(what, sizeof(what), "the bundle %s", bundle);
+	if (b.dir >= 0 && corral_root_fd_check(b.dir, what, err) < 0) {
+		close(b.dir);
+		return err->code;
+	}
 	if (b.dir >= 0 && fstat(b.dir, &b.dir_st) < 0) {
 		close(b.dir);
 		b.dir = -1;

@@ -220,6 +220,36 @@ static int create_parse(const struct oci_global *g, int argc, char **argv,
 	return 0;
 }
 
+/*
+ * --bundle DIR made absolute by the directory opened (O_PATH: a mount at
+ * the name is entered, nothing of it asked), judged before anything
+ * there is: realpath()'s lstat of a tenant's bundle that is a FUSE mount
+ * whose daemon never answers held create.  malloc'd; NULL with err.
+ */
+static char *bundle_path(const char *bundle, struct corral_err *err)
+{
+	char self[64], abs[PATH_MAX], what[PATH_MAX + 16], *dup = NULL;
+	ssize_t n = -1;
+	int fd = open(bundle, O_PATH | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd < 0) {
+		corral_set_errno(err, errno, "--bundle %s", bundle);
+		return NULL;
+	}
+	snprintf(what, sizeof(what), "--bundle %s", bundle);
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+	if (corral_root_fd_check(fd, what, err) == 0 &&
+	    (n = readlink(self, abs, sizeof(abs) - 1)) < 0)
+		corral_set_errno(err, errno, "--bundle %s", bundle);
+	close(fd);
+	if (n < 0)
+		return NULL;
+	abs[n] = '\0';
+	if (!(dup = strdup(abs)))
+		corral_set_err(err, -ENOMEM, "out of memory for --bundle");
+	return dup;
+}
+
 int oci_create(const struct oci_global *g, int argc, char **argv)
 {
 	struct create_args a = { .bundle = "." };
@@ -233,12 +263,12 @@ int oci_create(const struct oci_global *g, int argc, char **argv)
 	pid_t mon = -1;
 
 	if (create_parse(g, argc, argv, &a) < 0)
-		return 2;
+		return OCI_USAGE;
 	r = oci_operator_load(&op, g->config, &err);
 	if (r == 0)
 		r = oci_check_id(a.id, &err);
-	if (r == 0 && !(st.bundle = realpath(a.bundle, NULL)))
-		r = corral_set_errno(&err, errno, "--bundle %s", a.bundle);
+	if (r == 0 && !(st.bundle = bundle_path(a.bundle, &err)))
+		r = err.code;
 	if (r == 0)
 		r = oci_spec_load(&op, st.bundle, NULL, &s, &err);
 	if (r == 0 && s.tty && !a.console)
@@ -468,7 +498,7 @@ int oci_exec(const struct oci_global *g, int argc, char **argv)
 
 	if (exec_parse(g, argc, argv, &a) < 0) {
 		free(a.env);
-		return 2;
+		return OCI_USAGE;
 	}
 	r = oci_operator_load(&op, g->config, &err);
 	if (r == 0)

@@ -227,22 +227,22 @@ int oci_events(const struct oci_global *g, int argc, char **argv)
 			if (r == -ERANGE) {
 				oci_error(g, "duration interval must be greater than 0 "
 					  "(and at most a day): %s", optarg);
-				return 2;
+				return OCI_USAGE;
 			}
 			if (r < 0) {
 				oci_error(g, "events: --interval %s: a duration such "
 					  "as 5s, 250ms or 1m", optarg);
-				return 2;
+				return OCI_USAGE;
 			}
 			break;
 		default:
 			oci_error(g, "events: unknown flag %s", argv[optind - 1]);
-			return 2;
+			return OCI_USAGE;
 		}
 	}
 	if (optind != argc - 1) {
 		oci_error(g, "events: expected one container id");
-		return 2;
+		return OCI_USAGE;
 	}
 	if (oci_state_load(g, argv[optind], &st, &err) < 0) {
 		oci_error(g, "%s", err.msg);

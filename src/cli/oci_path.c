@@ -21,10 +21,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
+
+/* Linux 6.5's and 6.11's, which Debian 12's headers predate */
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77
+#endif
+#ifndef PIDFD_GET_PID_NAMESPACE
+#define PIDFD_GET_PID_NAMESPACE _IO(0xFF, 5)
+#endif
 
 /* The kernel's own bound on links in one lookup (MAXSYMLINKS) */
 #define OCI_PATH_LINKS 40
@@ -242,11 +251,86 @@ static int last_of(int *dir, char *target, char *name, const char *whole, int *l
 	return walk(dir, target, whole, links, err);
 }
 
+/*
+ * The pid namespace of the process at the other end of s, an nsfs fd:
+ * by the pidfd the kernel took at the peer's listen() (Linux 6.5, and
+ * 6.11 for the ioctl), so no pid reused since is judged; on an older
+ * kernel by /proc/PID of the pid it took then.  -errno.
+ */
+static int peer_pid_ns(int s, pid_t pid)
+{
+	char proc[64];
+	socklen_t len = sizeof(int);
+	int pidfd, ns;
+
+	if (getsockopt(s, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) == 0) {
+		ns = ioctl(pidfd, PIDFD_GET_PID_NAMESPACE, 0);
+		if (ns < 0 && errno != ENOTTY && errno != EINVAL) {
+			ns = -errno;
+			close(pidfd);
+			return ns;
+		}
+		close(pidfd);
+		if (ns >= 0)
+			return ns;
+	} else if (errno != ENOPROTOOPT) {
+		return -errno;
+	}
+	snprintf(proc, sizeof(proc), "/proc/%d/ns/pid", (int)pid);
+	ns = open(proc, O_RDONLY | O_CLOEXEC);
+	return ns < 0 ? -errno : ns;
+}
+
+/*
+ * Who listens at s: the engine, that is root or the caller, in this pid
+ * namespace.  The socket's owner says who bound it, not who listens now
+ * nor where: root in another engine's container (no user namespace) with
+ * a host directory bound in binds a socket of uid 0, and a tenant who
+ * writes the directory of the engine's socket (its bundle) could then
+ * give it this name.  SO_PEERCRED is the listener's, taken by the kernel
+ * at its listen(), in this process's namespaces: a uid outside ours is
+ * the overflow uid, a process outside our pid namespace's tree pid 0.
+ * The engines (containerd's shim, conmon, a recvtty) listen in the pid
+ * namespace of the runtime they start.
+ */
+static int listener_is_the_engines(int s, const char *what, const char *path,
+				   struct corral_err *err)
+{
+	struct ucred uc;
+	struct stat mine, theirs;
+	socklen_t len = sizeof(uc);
+	int ns, r = 0;
+
+	if (getsockopt(s, SOL_SOCKET, SO_PEERCRED, &uc, &len) < 0)
+		return corral_set_errno(err, errno, "%s %s: SO_PEERCRED", what, path);
+	if (uc.uid != 0 && uc.uid != geteuid())
+		return corral_set_err(err, -EPERM, "%s %s: listened on by uid %u, not the "
+				      "engine (root): not handed the terminal", what, path,
+				      (unsigned int)uc.uid);
+	if (uc.pid <= 0)
+		return corral_set_err(err, -EPERM, "%s %s: listened on by a process outside "
+				      "this pid namespace, not the engine: not handed the "
+				      "terminal", what, path);
+	ns = peer_pid_ns(s, uc.pid);
+	if (ns < 0)
+		return corral_set_err(err, ns, "%s %s: the pid namespace of its listener "
+				      "(pid %d): %s", what, path, (int)uc.pid, strerror(-ns));
+	if (fstat(ns, &theirs) < 0 || stat("/proc/self/ns/pid", &mine) < 0)
+		r = corral_set_errno(err, errno, "%s %s: cannot stat a pid namespace", what,
+				     path);
+	else if (theirs.st_dev != mine.st_dev || theirs.st_ino != mine.st_ino)
+		r = corral_set_err(err, -EPERM, "%s %s: listened on by pid %d of another pid "
+				   "namespace (a container's), not the engine: not handed "
+				   "the terminal", what, path, (int)uc.pid);
+	close(ns);
+	return r;
+}
+
 int oci_connect_socket(const char *what, const char *path, struct corral_err *err)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct stat st;
-	int fd = open_last(what, path, err), s;
+	int fd = open_last(what, path, err), s, r;
 
 	if (fd < 0)
 		return fd;
@@ -283,6 +367,9 @@ int oci_connect_socket(const char *what, const char *path, struct corral_err *er
 
 		close(s);
 		s = corral_set_errno(err, e, "%s %s", what, path);
+	} else if ((r = listener_is_the_engines(s, what, path, err)) < 0) {
+		close(s);
+		s = r;
 	}
 out:
 	close(fd);

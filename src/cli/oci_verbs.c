@@ -114,17 +114,17 @@ int oci_kill(const struct oci_global *g, int argc, char **argv)
 	while ((opt = getopt_long_only(argc, argv, "+a", opts, NULL)) != -1) {
 		if (opt != 'a') {
 			oci_error(g, "kill: unknown flag %s", argv[optind - 1]);
-			return 2;
+			return OCI_USAGE;
 		}
 		all = true;
 	}
 	if (optind >= argc || argc - optind > 2) {
 		oci_error(g, "kill: expected ID [SIGNAL]");
-		return 2;
+		return OCI_USAGE;
 	}
 	if (argc - optind == 2 && (sig = oci_signal_parse(argv[optind + 1], &err)) < 0) {
 		oci_error(g, "%s", err.msg);
-		return 2;
+		return OCI_USAGE;
 	}
 	if (load(g, argv[optind], &st) < 0)
 		return 1;
@@ -171,13 +171,13 @@ int oci_delete(const struct oci_global *g, int argc, char **argv)
 	while ((opt = getopt_long_only(argc, argv, "+f", opts, NULL)) != -1) {
 		if (opt != 'f') {
 			oci_error(g, "delete: unknown flag %s", argv[optind - 1]);
-			return 2;
+			return OCI_USAGE;
 		}
 		force = true;
 	}
 	if (optind != argc - 1) {
 		oci_error(g, "delete: expected one container id");
-		return 2;
+		return OCI_USAGE;
 	}
 	if (load(g, argv[optind], &st) < 0)
 		return 1;
@@ -219,13 +219,13 @@ int oci_ps(const struct oci_global *g, int argc, char **argv)
 	while ((opt = getopt_long_only(argc, argv, "+f:", opts, NULL)) != -1) {
 		if (opt != 'f' || (strcmp(optarg, "json") && strcmp(optarg, "table"))) {
 			oci_error(g, "ps: --format json|table");
-			return 2;
+			return OCI_USAGE;
 		}
 		json = !strcmp(optarg, "json");
 	}
 	if (optind >= argc) {
 		oci_error(g, "ps: expected a container id");
-		return 2;
+		return OCI_USAGE;
 	}
 	if (load(g, argv[optind], &st) < 0)
 		return 1;
@@ -309,13 +309,13 @@ int oci_update(const struct oci_global *g, int argc, char **argv)
 	while ((opt = getopt_long_only(argc, argv, "+r:", opts, NULL)) != -1) {
 		if (opt != 'r') {
 			oci_error(g, "update: only --resources FILE|- is supported");
-			return 2;
+			return OCI_USAGE;
 		}
 		res = optarg;
 	}
 	if (!res || optind != argc - 1) {
 		oci_error(g, "update: expected --resources FILE|- ID");
-		return 2;
+		return OCI_USAGE;
 	}
 	if (load(g, argv[optind], &st) < 0)
 		return 1;

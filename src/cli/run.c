@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <jansson.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -398,6 +399,33 @@ static int apply_flag(struct corral_policy *p, int opt, const char *arg,
 }
 
 /*
+ * --rootfs DIR, made absolute by the directory opened (O_PATH: the mount
+ * at the name is entered, nothing of it asked) and judged before
+ * anything there is stat'ed: realpath()'s lstat of a FUSE mount there
+ * whose daemon never answers held corral, SIGTERM or not.
+ */
+static int rootfs_path(struct corral_policy *p, const char *rootfs, struct corral_err *err)
+{
+	char self[64], abs[PATH_MAX], what[PATH_MAX + 16], *layer = abs;
+	ssize_t n;
+	int fd = open(rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC), r;
+
+	if (fd < 0)
+		return corral_set_err(err, -errno, "--rootfs %s: %s", rootfs, strerror(errno));
+	snprintf(what, sizeof(what), "--rootfs %s", rootfs);
+	r = corral_root_fd_check(fd, what, err);
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+	n = r == 0 ? readlink(self, abs, sizeof(abs) - 1) : 0;
+	if (n < 0)
+		r = corral_set_err(err, -errno, "--rootfs %s: %s", rootfs, strerror(errno));
+	close(fd);
+	if (r < 0)
+		return r;
+	abs[n] = '\0';
+	return corral_policy_set_root(p, &layer, 1, err);
+}
+
+/*
  * --rootfs DIR or --image REF: the root, and what the image asks of the
  * run; *argv_out borrows *img's strings (free both after the run).
  */
@@ -406,19 +434,12 @@ static int apply_root(struct corral_policy *p, const char *rootfs, const char *i
 		      struct corral_err *err)
 {
 	struct corral_image_store *s;
-	char *abs;
 	int r;
 
 	if (rootfs && image)
 		return corral_set_err(err, -EINVAL, "--rootfs and --image: one root, not two");
-	if (rootfs) {
-		abs = realpath(rootfs, NULL);
-		if (!abs)
-			return corral_set_err(err, -errno, "--rootfs %s: %s", rootfs, strerror(errno));
-		r = corral_policy_set_root(p, &abs, 1, err);
-		free(abs);
-		return r;
-	}
+	if (rootfs)
+		return rootfs_path(p, rootfs, err);
 	r = corral_image_store_open(&s, state_dir, err);
 	if (r < 0)
 		return r;

@@ -21,6 +21,7 @@
 #include "net.h"
 #include "sensor.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -729,52 +730,88 @@ static int open_pty(const struct child_ctx *c, int *slave, struct corral_err *er
 	return 0;
 }
 
-/* name in dir ("" is the working directory): a file exec could run? */
-static bool runnable_at(const char *dir, size_t len, const char *name)
+/*
+ * Go's errors say errno's text in lower case ("no such file or
+ * directory"), glibc's begins with a capital: runc's words are Go's.
+ */
+static const char *go_strerror(int e, char *buf, size_t len)
 {
-	char path[PATH_MAX];
+	snprintf(buf, len, "%s", strerror(e));
+	buf[0] = tolower((unsigned char)buf[0]);
+	return buf;
+}
+
+/*
+ * exec.LookPath's findExecutable as runc 1.1 is built with it (Go 1.19,
+ * Debian's runc here): 0 for a file with an execute bit, by its mode
+ * alone; 1 for a directory, or a file with none; stat's -errno.
+ */
+static int find_executable(const char *path)
+{
 	struct stat st;
 
-	if ((size_t)snprintf(path, sizeof(path), "%.*s%s%s", (int)len, dir,
-			     len ? "/" : "", name) >= sizeof(path))
-		return true;	/* exec says what is wrong with it */
 	if (stat(path, &st) < 0)
-		return errno != ENOENT && errno != ENOTDIR;
-	return !S_ISDIR(st.st_mode);
+		return -errno;
+	return !S_ISDIR(st.st_mode) && (st.st_mode & 0111) ? 0 : 1;
 }
 
 /*
  * A container's command, looked up before `create` returns, as runc's
- * init looks it up (exec.LookPath) before it waits for `start`: a name
+ * init looks it up before it waits for `start`: exec.LookPath, a name
  * with a '/' as it is, else in each directory of the command's PATH
- * (execvp's default without one).  Not there, create exited 0, `start`
- * too, and the command's 127 was the first word of it, where runc's
- * create fails with the reason and engines say it then (Kubernetes'
- * CreateContainerError).  Only absence is judged: permissions and the
- * rest are exec's, and found here is no promise that exec succeeds.
+ * (execvp's default without one), then eaccess() of what was found, as
+ * the process that will exec it (a noexec mount, a mode that lets others
+ * run it only).  Not there, or there and not runnable (a directory, a
+ * file without an execute bit), create exited 0, `start` too, and the
+ * command's 126 or 127 was the first word of it, where runc's create
+ * fails with the reason, in runc's words, and engines say it then
+ * (podman: 127 for "no such file", 126 for "permission denied";
+ * Kubernetes' CreateContainerError).  Found here is no promise that exec
+ * succeeds (a bad ELF, a missing interpreter): that is exec's to say.
  */
 static int command_found(const struct child_ctx *c, struct corral_err *err)
 {
-	const char *name = c->argv[0], *path = "/bin:/usr/bin";
+	const char *name = c->argv[0], *path = "/bin:/usr/bin", *found = name;
+	char buf[PATH_MAX], msg[128];
+	int r;
 
-	if (strchr(name, '/'))
-		return runnable_at("", 0, name) ? 0 :
-		       corral_set_err(err, -ENOENT, "exec: \"%s\": no such file or "
-				      "directory", name);
-	for (char **e = c->envp; e && *e; e++)
-		if (!strncmp(*e, "PATH=", 5))
-			path = *e + 5;
-	for (const char *d = path;; d++) {
-		size_t len = strcspn(d, ":");
+	if (strchr(name, '/')) {
+		r = find_executable(name);
+		if (r == 1)
+			return corral_set_err(err, -EACCES, "exec: \"%s\": permission denied",
+					      name);
+		if (r < 0)
+			return corral_set_err(err, r, "exec: \"%s\": stat %s: %s", name, name,
+					      go_strerror(-r, msg, sizeof(msg)));
+	} else {
+		for (char **e = c->envp; e && *e; e++)
+			if (!strncmp(*e, "PATH=", 5))
+				path = *e + 5;
+		for (const char *d = path;; d++) {
+			size_t len = strcspn(d, ":"), n = len;
 
-		if (runnable_at(d, len, name))
-			return 0;
-		d += len;
-		if (!*d)
-			break;
+			/* as Go's filepath.Join: "" and "." the working directory */
+			while (n > 1 && d[n - 1] == '/')
+				n--;
+			if (!n || (n == 1 && d[0] == '.'))
+				r = snprintf(buf, sizeof(buf), "%s", name);
+			else
+				r = snprintf(buf, sizeof(buf), "%.*s/%s", (int)n, d, name);
+			if (r >= 0 && (size_t)r < sizeof(buf) && find_executable(buf) == 0)
+				break;
+			d += len;
+			if (!*d)
+				return corral_set_err(err, -ENOENT, "exec: \"%s\": executable "
+						      "file not found in $PATH", name);
+		}
+		found = buf;
 	}
-	return corral_set_err(err, -ENOENT, "exec: \"%s\": executable file not found "
-			      "in $PATH", name);
+	if (faccessat(AT_FDCWD, found, X_OK, AT_EACCESS) < 0) {
+		r = errno;
+		return corral_set_err(err, -r, "exec %s: %s", found,
+				      go_strerror(r, msg, sizeof(msg)));
+	}
+	return 0;
 }
 
 /*

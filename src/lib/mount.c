@@ -2340,10 +2340,79 @@ static int open_pinned_root(const char *path, int pin, struct corral_err *err)
 	return fd;
 }
 
+/*
+ * The first mount point strictly beneath the directory open at fd, as
+ * this process's mount table names it, into at: 1; 0 none, or no table.
+ * Read by name only, nothing beneath stat'ed (a FUSE daemon's, say).
+ */
+static int layer_mount_beneath(int fd, char *at, size_t len)
+{
+	char self[64], path[PATH_MAX], *line = NULL;
+	size_t cap = 0, n;
+	ssize_t got;
+	int r = 0;
+	FILE *f;
+
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+	got = readlink(self, path, sizeof(path) - 1);
+	if (got <= 0 || path[0] != '/')
+		return 0;
+	path[got] = '\0';
+	n = strcmp(path, "/") ? (size_t)got : 0;
+	f = mountinfo_open(AT_FDCWD, "/proc/self/mountinfo");
+	if (!f)
+		return 0;
+	while (!r && getline(&line, &cap, f) > 0) {
+		char *save = NULL, *mp = strtok_r(line, " ", &save);
+
+		/* id, parent, dev, root, then the mount point */
+		for (int k = 0; mp && k < 4; k++)
+			mp = strtok_r(NULL, " ", &save);
+		if (!mp)
+			continue;
+		mountinfo_unescape(mp);
+		if (!strncmp(mp, path, n) && mp[n] == '/' && mp[n + 1]) {
+			snprintf(at, len, "%s", mp);
+			r = 1;
+		}
+	}
+	free(line);
+	fclose(f);
+	return r;
+}
+
+/*
+ * The overlay refused its layers (EINVAL): a mount beneath one is the
+ * likely why, said with its path.  The host's mounts are locked in the
+ * sandbox's namespace (copied into a user namespace of its own), and the
+ * kernel lends no lower layer that would show what such a mount covers
+ * ("overlayfs: failed to clone lowerpath"); runc, root in the host's
+ * namespaces, binds the tree with its mounts instead.  True when err
+ * says so.
+ */
+static bool layers_refused(const struct corral_policy *p, const int *fds, size_t n,
+			   struct corral_err *err)
+{
+	char at[PATH_MAX];
+
+	for (size_t i = 0; i < n; i++)
+		if (layer_mount_beneath(fds[i], at, sizeof(at)) == 1) {
+			corral_set_err(err, -EINVAL, "the root's layers: %s has a mount "
+				       "beneath it, at %s, which a sandbox's overlay "
+				       "cannot take as a lower layer (the kernel keeps "
+				       "the host's mounts over what they cover there); "
+				       "unmount it, or give the tree without it",
+				       p->root_layers[i], at);
+			return true;
+		}
+	return false;
+}
+
 static int stack_layers(const struct corral_policy *p, uid_t uid, gid_t gid,
 			struct corral_err *err)
 {
 	char opts[8192], size[64];
+	int fds[p->nroot_layers ? p->nroot_layers : 1];
 	size_t len;
 	int r, fd;
 
@@ -2365,6 +2434,7 @@ static int stack_layers(const struct corral_policy *p, uid_t uid, gid_t gid,
 					      strerror(errno));
 		if (fd < 0)
 			return fd;
+		fds[i] = fd;
 		/* lowerdir lists the top layer first */
 		len += snprintf(opts + len, sizeof(opts) - len, "%s/proc/self/fd/%d",
 				i + 1 < p->nroot_layers ? ":" : "", fd);
@@ -2389,6 +2459,8 @@ static int stack_layers(const struct corral_policy *p, uid_t uid, gid_t gid,
 		return r;
 	/* the helper exits after this: its fds go with it */
 	r = do_mount("overlay", STAGE_ROOT, "overlay", MS_NOSUID | MS_NODEV, opts, err);
+	if (r == -EINVAL && layers_refused(p, fds, p->nroot_layers, err))
+		return r;
 	return r < 0 ? corral_wrap_err(err, "the root's layers") : 0;
 }
 

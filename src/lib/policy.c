@@ -962,11 +962,15 @@ int corral_host_path_check(int fd, const char *path, struct corral_err *err)
 
 int corral_policy_pin_root(struct corral_policy *p, int fd, struct corral_err *err)
 {
-	char path[PATH_MAX], *layer = path;
+	char path[PATH_MAX], what[PATH_MAX + 16], *layer = path;
 	struct stat st;
 	int root, r;
 
 	r = pinned_path(fd, path, sizeof(path), err);
+	if (r == 0) {
+		snprintf(what, sizeof(what), "the root %s", path);
+		r = corral_root_fd_check(fd, what, err);
+	}
 	if (r == 0 && fstat(fd, &st) < 0)
 		r = corral_set_errno(err, errno, "cannot stat the root %s", path);
 	if (r == 0 && !S_ISDIR(st.st_mode))

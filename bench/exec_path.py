@@ -25,7 +25,8 @@ client pays that wait though no syscall of the daemon's shows it.
 
 Alongside: the CPU time (schedstat, all threads) and page faults the
 daemon and the sandbox's processes (init and its reaped children) spent a
-call.  On a host loaded by other work compare p10s and counts, not p50s.
+call, and the CPU of the daemon's cgroup mover (its helper process).
+On a host loaded by other work compare p10s and counts, not p50s.
 
 BENCH_NOLIBC=1 runs a program without libc instead of `true`
 (bench/floor_exit.c, in a workspace of its own, as serve.py's no-libc
@@ -95,6 +96,24 @@ def init_of(daemon_pid):
             if os.readlink(f"/proc/{k}/ns/pid") != mine:
                 return int(k)
     raise RuntimeError("no sandbox init among the daemon's children")
+
+
+def mover_of(daemon_pid):
+    """The daemon's cgroup mover (cgroup_move.c), or None (no cgroups):
+    its moves' writes are a call's CPU too, off the daemon's loop."""
+    for t in os.listdir(f"/proc/{daemon_pid}/task"):
+        for k in open(f"/proc/{daemon_pid}/task/{t}/children").read().split():
+            if open(f"/proc/{k}/comm").read().strip() == "corral-move":
+                return int(k)
+    return None
+
+
+def mover_ms(pid):
+    """Its CPU in ms, or None: none, or gone (a mover that died is forked anew)."""
+    try:
+        return usage(pid)[0] if pid else None
+    except OSError:
+        return None
 
 
 def usage(pid):
@@ -227,11 +246,12 @@ def main():
                                      for e in COUNTED), []),
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(PERF_START_S)
-        d0, i0 = usage(d.pid), usage(ipid)
+        mv = mover_of(d.pid)
+        d0, i0, m0 = usage(d.pid), usage(ipid), mover_ms(mv)
         for _ in range(EXECS):
             time.sleep(PACE)
             api.exec_true(sid, body)
-        d1, i1 = usage(d.pid), usage(ipid)
+        d1, i1, m1 = usage(d.pid), usage(ipid), mover_ms(mv)
         perf.send_signal(signal.SIGINT)
         perf.wait(60)
         perf = None
@@ -278,6 +298,8 @@ def main():
     print(f"  a call: the daemon {(d1[0] - d0[0]) / EXECS:.2f} ms of CPU, {(d1[1] - d0[1]) / EXECS:.1f} faults;"
           f" init {(i1[0] - i0[0]) / EXECS:.2f} ms, {(i1[1] - i0[1]) / EXECS:.1f} faults;"
           f" its children {(i1[2] - i0[2]) / EXECS:.1f} faults")
+    if m0 is not None and m1 is not None:
+        print(f"  a call: the daemon's cgroup mover {(m1 - m0) / EXECS:.2f} ms of CPU")
     return 0
 
 

@@ -347,6 +347,48 @@ def harness(ex):
     ex("DELETE", base, expect=200)
 
 
+def way_out(ex, tmp):
+    """A workspace's diff, export and snapshot, and a fork of it: routes a
+    harness uses after a run, whose answers the session above never read."""
+    ws = os.path.join(tmp, "ws")
+    os.mkdir(ws, 0o755)
+    os.chmod(tmp, 0o755)    # opened as the sandbox's host user: mkdtemp's 0700 refuses it
+    for name in ("a.txt", "m.txt", "t.txt"):
+        with open(os.path.join(ws, name), "w") as f:
+            f.write("one\n")
+    os.symlink("a.txt", os.path.join(ws, "l"))
+    sb = ex("POST", "/v1/sandboxes", {"workspace": ws}, expect=201)
+    if not sb:
+        return
+    base = "/v1/sandboxes/" + sb["id"]
+    # each kind of change, so that each field of a Change is sent: old_mode,
+    # old_type and old_target too
+    ex("POST", base + "/exec", {"command": "echo two >> a.txt; echo new > b.txt; "
+                                "chmod 600 m.txt; rm t.txt; mkdir t.txt; "
+                                "ln -sfn m.txt l; ln -s a.txt s; mkdir d"}, expect=200)
+    changes = ex("GET", base + "/diff", expect=200) or []
+    sent = {k for c in changes for k in c}
+    check(sent >= {"old_mode", "old_type", "old_target", "target", "size"},
+          "the diff sent every kind of change", sorted(sent))
+    ex("GET", base + "/diff?path=b.txt", expect=200)
+    ex("GET", base + "/diff?format=patch", expect=200)
+    ex("GET", base + "/diff?format=nope", expect=400)
+    ex("POST", base + "/export", {"to": os.path.join(tmp, "out")}, expect=200)
+    ex("POST", base + "/export", {"patch": True}, expect=200)
+    ex("POST", base + "/export", {"to": os.path.join(tmp, "out")}, expect=409)
+    ex("POST", base + "/export", {}, expect=400)
+    snap = ex("POST", base + "/snapshot", expect=201)
+    ex("GET", "/v1/snapshots", expect=200)
+    ex("GET", "/v1/snapshots/snap-nope", expect=404)
+    if snap:
+        ex("GET", "/v1/snapshots/" + snap["id"], expect=200)
+        fork = ex("POST", "/v1/sandboxes", {"from_snapshot": snap["id"]}, expect=201)
+        if fork:
+            ex("DELETE", "/v1/sandboxes/" + fork["id"], expect=200)
+        ex("DELETE", "/v1/snapshots/" + snap["id"], expect=200)
+    ex("DELETE", base, expect=200)
+
+
 def daemon():
     tmp = tempfile.mkdtemp(prefix="corral-openapi.", dir=os.environ.get("TMPDIR", "/tmp"))
     sock = os.path.join(tmp, "s")
@@ -361,6 +403,7 @@ def daemon():
             time.sleep(0.05)
         check(os.path.exists(sock), "the daemon started")
         session(sock)
+        way_out(lambda *a, **k: exchange(sock, *a, **k), tmp)
     finally:
         d.send_signal(signal.SIGTERM)
         try:

@@ -2141,6 +2141,37 @@ t_help() {
 --policy, else the built-in default)"
 }
 
+# run --help's examples, run as a user copies them, in a project
+# directory: the one of ./check.sh had no --workspace, so the script was
+# not there (127), and its `| jq .status` showed that as "exited".  Those
+# of --net proxy reach hosts outside (not from a test) and -t needs a
+# terminal (tests/tty.sh): left out, and counted, so none goes unnoticed.
+t_run_help_examples() {
+	local line cmd rc ran=0 left=0
+	mkdir -p "$T/proj"
+	printf 'test:\n\t@echo tested\n' > "$T/proj/Makefile"
+	printf '#!/bin/sh\necho step >> log.txt\n' > "$T/proj/agent_step.sh"
+	printf '#!/bin/sh\necho "mode $MODE"\n' > "$T/proj/check.sh"
+	chmod 755 "$T/proj/agent_step.sh" "$T/proj/check.sh"
+	if [ "$ME" = 0 ]; then chown -R 65534:65534 "$T/proj"; fi
+	timeout 10 "$CORRAL" run --help | sed -n '/^Examples:/,$p' | tail -n +2 |
+		sed -e ':a' -e '/\\$/N; s/\\\n *//; ta' > "$T/examples"
+	while IFS= read -r line; do
+		case "$line" in
+		*"--net proxy"* | *" -t "*) left=$((left + 1)); continue ;;
+		esac
+		# the corral part: a pipe's reader would hide its status
+		cmd=${line%%|*}
+		cmd=${cmd/corral/'"$CORRAL"'}
+		rc=0
+		(cd "$T/proj" && eval "timeout 60 $cmd") < /dev/null > "$T/out" 2> "$T/err" || rc=$?
+		expect_eq "$line: exit ($(head -c 300 "$T/err"))" "$rc" 0
+		ran=$((ran + 1))
+	done < "$T/examples"
+	expect_eq "examples run, left out" "$ran $left" "4 2"
+	expect_eq "the patch's" "$(grep -c '^+step' "$T/proj/agent.diff")" 1
+}
+
 # `corral help VERB` is VERB's --help, and the help ends with examples:
 # `help run` printed the list of verbs, and run's help showed no command.
 t_help_verb() {

@@ -206,7 +206,7 @@ static const char run_usage[] =
 "  corral run --workspace . --patch agent.diff -- ./agent_step.sh\n"
 "  corral run --net proxy --allow pypi.org --allow '*.pythonhosted.org' \\\n"
 "      -- pip download requests\n"
-"  corral run --json --env MODE=ci -- ./check.sh | jq .status\n"
+"  corral run --json --env MODE=ci --workspace . -- ./check.sh | jq .status\n"
 "  corral run -t --workspace . -- bash\n";
 
 enum {

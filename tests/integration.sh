@@ -2141,6 +2141,59 @@ t_help() {
 --policy, else the built-in default)"
 }
 
+# The long options of a verb's option table (src/cli/VERB.c), one a line;
+# CONN_OPTIONS and verb_json_options as the names they hold.
+option_table() {	# option_table FILE
+	awk '/struct option [a-z_]*\[\] = \{/ { t = 1 }
+	     t && /\{ *"[a-z]/ { match($0, /"[^"]+"/); print substr($0, RSTART + 1, RLENGTH - 2) }
+	     t && /CONN_OPTIONS/ { print "CONN" }
+	     t && /^[ \t]*\};/ { t = 0 }
+	     /verb_json_options,/ { print "json"; print "help"; print "CONN" }' "$1" |
+		sed 's/^CONN$/socket\nurl\ntoken-file\nca-file\ncert-file\nkey-file/' | sort -u
+}
+
+# Every verb's --help against the option table its file parses: each
+# option it takes is in the help's option list, each one listed is taken,
+# each short option is there too, and the exit statuses are said (2 for
+# bad usage; 125 for run and exec, whose command may exit 2).  The
+# verbs are `corral --help`'s; oci, runc's command line, lists runc's
+# flags it takes only to ignore them, and is left out.
+t_help_lists_every_option() {
+	local v f table listed shorts c n=0
+	for v in $(timeout 10 "$CORRAL" --help | sed -n '/^Commands:/,/^$/p' |
+		   grep -oE '^  [a-z]+' | sort -u); do
+		case "$v" in
+		oci) continue ;;
+		resume) f=pause ;;
+		version) f=main ;;
+		*) f=$v ;;
+		esac
+		f=$HERE/../src/cli/$f.c
+		[ -f "$f" ] || { fail "$v: no $f"; continue; }
+		timeout 10 "$CORRAL" "$v" --help > "$T/help" 2>&1 || fail "$v --help: exit"
+		table=$(option_table "$f")
+		listed=$(grep -oE '^  (-[a-zA-Z], )?--[a-z][a-z0-9-]*' "$T/help" |
+			 grep -oE -- '--[a-z0-9-]+' | sed 's/^--//' | sort -u)
+		expect_eq "$v: options taken but not in --help" \
+			"$(comm -23 <(echo "$table") <(echo "$listed") | tr '\n' ' ')" ""
+		expect_eq "$v: options in --help but not taken" \
+			"$(comm -13 <(echo "$table") <(echo "$listed") | tr '\n' ' ')" ""
+		# getopt's short options: "+:hitc:" is h, i, t and c
+		shorts=$(grep -oE '(getopt_long\(argc, argv|verb_parse(_more)?\([^"]*), "[^"]*"' "$f" |
+			 sed 's/.*"\(.*\)"/\1/' | tr -d '+:h' | fold -w1 | sort -u)
+		for c in $shorts; do
+			grep -qE "^  -$c(,| )" "$T/help" || fail "$v: -$c not in --help"
+		done
+		case "$v" in
+		run | exec) grep -q '125' "$T/help" || fail "$v: 125 not said" ;;
+		*) tr '\n' ' ' < "$T/help" | grep -qE '2 (bad|on a) usage|\(or bad usage\)' ||
+			fail "$v: the usage status (2) not said" ;;
+		esac
+		n=$((n + 1))
+	done
+	[ "$n" -ge 20 ] || fail "only $n verbs checked"
+}
+
 # run --help's examples, run as a user copies them, in a project
 # directory: the one of ./check.sh had no --workspace, so the script was
 # not there (127), and its `| jq .status` showed that as "exited".  Those

@@ -2160,6 +2160,9 @@ option_table() {	# option_table FILE
 # flags it takes only to ignore them, and is left out.
 t_help_lists_every_option() {
 	local v f table listed shorts c n=0
+	# a staged copy of the tests (check.sh's unprivileged lanes) has no
+	# source beside it; the text is the same for every user
+	[ -d "$HERE/../src/cli" ] || { skip "no src/cli beside the tests"; return; }
 	for v in $(timeout 10 "$CORRAL" --help | sed -n '/^Commands:/,/^$/p' |
 		   grep -oE '^  [a-z]+' | sort -u); do
 		case "$v" in

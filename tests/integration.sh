@@ -2155,7 +2155,8 @@ option_table() {	# option_table FILE
 # Every verb's --help against the option table its file parses: each
 # option it takes is in the help's option list, each one listed is taken,
 # each short option is there too, and the exit statuses are said (2 for
-# bad usage; 125 for run and exec, whose command may exit 2).  The
+# bad usage; 125 for run and exec, whose command may exit 2), and what
+# --json does only where it is taken.  The
 # verbs are `corral --help`'s; oci, runc's command line, lists runc's
 # flags it takes only to ignore them, and is left out.
 t_help_lists_every_option() {
@@ -2181,6 +2182,10 @@ t_help_lists_every_option() {
 			"$(comm -23 <(echo "$table") <(echo "$listed") | tr '\n' ' ')" ""
 		expect_eq "$v: options in --help but not taken" \
 			"$(comm -13 <(echo "$table") <(echo "$listed") | tr '\n' ' ')" ""
+		# the connection's text told mcp, which takes no --json, what --json does
+		if grep -q 'With --json' "$T/help"; then
+			grep -qx json <<< "$table" || fail "$v: --help says what --json does, and it takes none"
+		fi
 		# getopt's short options: "+:hitc:" is h, i, t and c
 		shorts=$(grep -oE '(getopt_long\(argc, argv|verb_parse(_more)?\([^"]*), "[^"]*"' "$f" |
 			 sed 's/.*"\(.*\)"/\1/' | tr -d '+:h' | fold -w1 | sort -u)

@@ -2202,6 +2202,23 @@ t_help_lists_every_option() {
 	[ "$n" -ge 20 ] || fail "only $n verbs checked"
 }
 
+# The --json error codes a verb's --help names are those it sends: run's
+# said "usage" (or "failed") and the client verbs' the same, while a
+# missing policy file is "not_found", a bad one "policy", no daemon
+# "unreachable" (src/cli/jsonerr.c).
+t_help_json_codes() {
+	local code
+	printf '{"limits": {"memory": "1 GB"}}\n' > "$T/bad.json"
+	for args in "--policy $T/none.json" "--policy $T/bad.json"; do
+		code=$(timeout 30 "$CORRAL" run --json $args -- /bin/true 2>/dev/null | json error)
+		expect_contains "run $args: $code in --help" \
+			"$(timeout 10 "$CORRAL" run --help | tr '\n' ' ')" "\"$code\""
+	done
+	code=$(timeout 30 "$CORRAL" ls --json --socket "$T/none" 2>/dev/null | json error)
+	expect_eq "ls, no daemon" "$code" unreachable
+	expect_contains "ls: $code in --help" "$(timeout 10 "$CORRAL" ls --help | tr '\n' ' ')" "\"$code\""
+}
+
 # run --help's examples, run as a user copies them, in a project
 # directory: the one of ./check.sh had no --workspace, so the script was
 # not there (127), and its `| jq .status` showed that as "exited".  Those

@@ -33,7 +33,9 @@ static const char conn_help[] =
 static const char json_help[] =
 "With --json, every error (a usage error too) is also one object on stdout:\n"
 "{\"error\": CODE, \"detail\": SENTENCE}, CODE the daemon's (with\n"
-"\"http_status\"), \"usage\", or \"failed\" for what failed here.\n";
+"\"http_status\"), \"usage\", or a word of the CLI's own for what failed\n"
+"here: \"unreachable\", \"not_found\", \"forbidden\" ... \"failed\"\n"
+"(docs/API.md, \"The CLI's own errors\").\n";
 
 const struct option verb_json_options[] = {
 	CONN_OPTIONS,

@@ -2202,6 +2202,17 @@ t_help_lists_every_option() {
 	[ "$n" -ge 20 ] || fail "only $n verbs checked"
 }
 
+# docs/API.md's synopsis of `corral serve` has every option serve takes
+# (it had no --policy, the operator's bound on every client).
+t_api_md_serve_options() {
+	local doc=$HERE/../docs/API.md src=$HERE/../src/cli/serve.c
+	[ -f "$doc" ] && [ -f "$src" ] || { skip "no docs/ or src/ beside the tests"; return; }
+	expect_eq "options of serve.c not in API.md's synopsis" \
+		"$(comm -23 <(option_table "$src" | grep -vx help) \
+			<(sed -n '/^    corral serve \[/,/^$/p' "$doc" | grep -oE -- '--[a-z-]+' |
+			  sed 's/^--//' | sort -u) | tr '\n' ' ')" ""
+}
+
 # The --json error codes a verb's --help names are those it sends: run's
 # said "usage" (or "failed") and the client verbs' the same, while a
 # missing policy file is "not_found", a bad one "policy", no daemon

@@ -2200,6 +2200,13 @@ t_help_lists_every_option() {
 		n=$((n + 1))
 	done
 	[ "$n" -ge 20 ] || fail "only $n verbs checked"
+	# and `corral --help` lists every verb of main.c's table
+	for v in $(awk '/^} commands\[\] = \{/ { t = 1; next } t && /^\};/ { t = 0 } t' \
+		   "$HERE/../src/cli/main.c" | grep -oE '\{ "[a-z]+"' | grep -oE '[a-z]+'); do
+		case "$v" in help) continue ;; esac
+		timeout 10 "$CORRAL" --help | grep -qE "^  ([a-z]+ [^ ]*, )?$v( |\$)" ||
+			fail "$v not in corral --help"
+	done
 }
 
 # docs/API.md's synopsis of `corral serve` has every option serve takes

@@ -179,7 +179,7 @@ def routes():
                 continue    # the dispatch to api_sandbox_routes
             path = prefix + path.replace("processes/*", "processes/{pid}").replace("snapshots/*", "snapshots/{id}")
             for f in flags.replace(" ", "").split("|"):
-                if f in ("GET", "POST", "PUT", "DELETE", "PATCH"):
+                if f in ("GET", "HEAD", "POST", "PUT", "DELETE", "PATCH"):
                     found.add((path, f.lower()))
     table("api_routes", "")
     table("api_sandbox_routes", "/v1/sandboxes/{id}")
@@ -243,6 +243,9 @@ def exchange(sock, method, url, body=None, ctype=None, expect=None):
         resp = resolve(resp["$ref"])
     ctype = (r.getheader("Content-Type") or "").split(";")[0].strip()
     content = resp.get("content", {})
+    if method == "HEAD":
+        check(not data and not content, what + " has no body", data[:100])
+        return None
     if ctype not in content:
         check(False, what + ": content type %s documented" % ctype, list(content))
         return None
@@ -263,6 +266,8 @@ def session(sock):
     ex = lambda *a, **k: exchange(sock, *a, **k)
     ex("GET", "/v1/health", expect=200)
     ex("GET", "/v1/metrics", expect=200)
+    ex("HEAD", "/v1/health", expect=200)
+    ex("HEAD", "/v1/metrics", expect=200)
     ex("POST", "/v1/sandboxes", {"policy": {"limits": {"memory": "lots"}}}, expect=422)
     ex("POST", "/v1/sandboxes", {"bogus": 1}, expect=400)
     ex("POST", "/v1/sandboxes", {"policy": {"limits": {"open_files": 1000000, "pids": 1024}}},

@@ -2209,6 +2209,29 @@ t_help_lists_every_option() {
 	done
 }
 
+# A verb whose output stdout did not take (a full disk) does not exit 0:
+# doctor, policy check, audit verify and every --help printed and never
+# looked, so `corral policy check p.json > report` on a full disk said 0
+# and left an empty report.
+t_stdout_full_is_not_success() {
+	local rc args
+	"$CORRAL" run --events "$T/ev.jsonl" -- /bin/true > /dev/null 2>&1
+	for args in "policy check $HERE/../policies/offline.json" "audit verify $T/ev.jsonl" \
+		    "--help" "help exec" "run --help" "ls --help" "version"; do
+		rc=0
+		timeout 30 "$CORRAL" $args > /dev/full 2> "$T/err" || rc=$?
+		expect_eq "$args > /dev/full: exit" "$rc" 125
+		expect_eq "$args: said" "$(< "$T/err")" \
+			"corral: writing to standard output: No space left on device"
+	done
+	# doctor's 1 (a weaker layer) stays; only a 0 that lost its output is not
+	rc=0; timeout 60 "$CORRAL" doctor > /dev/null 2>&1 || rc=$?
+	if [ "$rc" = 0 ]; then
+		rc=0; timeout 60 "$CORRAL" doctor > /dev/full 2>/dev/null || rc=$?
+		expect_eq "doctor > /dev/full: exit" "$rc" 125
+	fi
+}
+
 # docs/API.md's synopsis of `corral serve` has every option serve takes
 # (it had no --policy, the operator's bound on every client).
 t_api_md_serve_options() {

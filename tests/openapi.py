@@ -190,6 +190,21 @@ def routes():
           sorted(documented - found))
 
 
+def error_words():
+    """Every error word the daemon's source answers with is in Error's enum
+    (one a session seldom meets, a TCP peer's 429, too)."""
+    words = set()
+    for name in sorted(os.listdir(os.path.join(REPO, "src/daemon"))):
+        if name.endswith(".c"):
+            src = open(os.path.join(REPO, "src/daemon", name)).read()
+            words |= set(re.findall(r'(?:reply_error|api_fault)\([^,;]+,\s*[0-9]+,\s*"([a-z_]+)"', src))
+            words |= set(re.findall(r'\berror = "([a-z_]+)"', src))
+    enum = set(resolve("#/components/schemas/Error")["properties"]["error"]["enum"])
+    check(len(words) > 10 and not words - enum,
+          "every error word of src/daemon is in Error's enum (%d)" % len(words),
+          sorted(words - enum))
+
+
 # ---- 3. a real daemon -------------------------------------------------------------
 
 class Unix(http.client.HTTPConnection):
@@ -273,6 +288,10 @@ def session(sock):
     ex("HEAD", "/v1/metrics", expect=200)
     ex("POST", "/v1/sandboxes", {"policy": {"limits": {"memory": "lots"}}}, expect=422)
     ex("POST", "/v1/sandboxes", {"bogus": 1}, expect=400)
+    # an image the store does not hold, and a reference that is no image
+    # name: the error word is "image", which Error did not list
+    ex("POST", "/v1/sandboxes", {"image": "nosuch:1"}, expect=404)
+    ex("POST", "/v1/sandboxes", {"image": "/tmp/x"}, expect=422)
     ex("POST", "/v1/sandboxes", {"policy": {"limits": {"open_files": 1000000, "pids": 1024}}},
        expect=400)
     sb = ex("POST", "/v1/sandboxes", {"labels": {"k": "v"}, "ttl_seconds": 600}, expect=201)
@@ -463,6 +482,7 @@ def prose():
 
 shape()
 routes()
+error_words()
 prose()
 daemon()
 print("openapi: %d passed, %d failed" % (PASS, FAIL))

@@ -205,6 +205,33 @@ def error_words():
           sorted(words - enum))
 
 
+def request_fields():
+    """The fields the daemon's bodies take (each handler's known[] list) are
+    the document's request properties, both ways."""
+    taken = set()
+    for name in sorted(os.listdir(os.path.join(REPO, "src/daemon"))):
+        if name.endswith(".c"):
+            src = open(os.path.join(REPO, "src/daemon", name)).read()
+            for body in re.findall(r"\bknown\[\] = \{(.*?)\};", src, re.S):
+                taken |= set(re.findall(r'"([a-z_]+)"', body))
+            # processes' own field, taken off its body before exec's check
+            if name == "api_procs.c" and '"stdin_open"' in src:
+                taken.add("stdin_open")
+    documented = set()
+    for item in DOC["paths"].values():
+        for m in METHODS:
+            rb = item.get(m, {}).get("requestBody", {})
+            for c in rb.get("content", {}).values():
+                schema = c.get("schema", {})
+                if "$ref" in schema:
+                    schema = resolve(schema["$ref"])
+                documented |= set(schema.get("properties", {}))
+    check(len(taken) > 20 and taken == documented,
+          "the request fields of src/daemon are the document's (%d)" % len(taken),
+          "taken, not documented: %s; documented, not taken: %s" %
+          (sorted(taken - documented), sorted(documented - taken)))
+
+
 # ---- 3. a real daemon -------------------------------------------------------------
 
 class Unix(http.client.HTTPConnection):
@@ -483,6 +510,7 @@ def prose():
 shape()
 routes()
 error_words()
+request_fields()
 prose()
 daemon()
 print("openapi: %d passed, %d failed" % (PASS, FAIL))

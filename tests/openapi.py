@@ -232,6 +232,28 @@ def request_fields():
           (sorted(taken - documented), sorted(documented - taken)))
 
 
+def query_parameters():
+    """The query parameters the daemon reads are the document's, both ways."""
+    read = set()
+    for name in sorted(os.listdir(os.path.join(REPO, "src/daemon"))):
+        if name.endswith(".c"):
+            src = open(os.path.join(REPO, "src/daemon", name)).read()
+            read |= set(re.findall(r'(?:find_header\(&\w+|query_has\(\w+), "([a-z_]+)"', src))
+            read |= set(re.findall(r'strcmp\(h->key, "([a-z_]+)"\)', src))   # ?label=, repeated
+    documented = set()
+    for item in DOC["paths"].values():
+        for m in METHODS:
+            for prm in item.get(m, {}).get("parameters", []) + item.get("parameters", []):
+                if "$ref" in prm:
+                    prm = resolve(prm["$ref"])
+                if prm.get("in") == "query":
+                    documented.add(prm["name"])
+    check(len(read) > 10 and read == documented,
+          "the query parameters of src/daemon are the document's (%d)" % len(read),
+          "read, not documented: %s; documented, not read: %s" %
+          (sorted(read - documented), sorted(documented - read)))
+
+
 # ---- 3. a real daemon -------------------------------------------------------------
 
 class Unix(http.client.HTTPConnection):
@@ -511,6 +533,7 @@ shape()
 routes()
 error_words()
 request_fields()
+query_parameters()
 prose()
 daemon()
 print("openapi: %d passed, %d failed" % (PASS, FAIL))

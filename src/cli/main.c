@@ -333,15 +333,16 @@ static int cmd_help(int argc, char **argv)
  */
 static int stdout_taken(int code)
 {
-	int e;
+	bool flushed;
 
 	if (code != 0)
 		return code;
-	if (fflush(stdout) == 0 && !ferror(stdout))
+	flushed = fflush(stdout) == 0;
+	if (flushed && !ferror(stdout))
 		return 0;
-	e = errno;
-	cli_error("writing to standard output: %s", ferror(stdout) && e ? strerror(e) :
-		  "an earlier write failed");
+	/* errno is the flush's; after an earlier failed write it is stale */
+	cli_error("writing to standard output: %s",
+		  flushed ? "an earlier write failed" : strerror(errno));
 	return EXIT_CORRAL;
 }
 
@@ -383,6 +384,9 @@ int main(int argc, char **argv)
 	}
 #endif
 	cmd = find_command(argv[1]);
+	/* mcp's stdout is the protocol's: it says a broken one, and its 0 stays */
+	if (cmd && cmd->fn == cmd_mcp)
+		return cli_json_end(cmd->fn(argc - 1, argv + 1));
 	if (cmd)
 		return stdout_taken(cli_json_end(cmd->fn(argc - 1, argv + 1)));
 	if (docker_verb_hint(argv[1]))

@@ -2141,6 +2141,157 @@ t_help() {
 --policy, else the built-in default)"
 }
 
+# The long options of a verb's option table (src/cli/VERB.c), one a line;
+# CONN_OPTIONS and verb_json_options as the names they hold.
+option_table() {	# option_table FILE
+	awk '/struct option [a-z_]*\[\] = \{/ { t = 1 }
+	     t && /\{ *"[a-z]/ { match($0, /"[^"]+"/); print substr($0, RSTART + 1, RLENGTH - 2) }
+	     t && /CONN_OPTIONS/ { print "CONN" }
+	     t && /^[ \t]*\};/ { t = 0 }
+	     /verb_json_options,/ { print "json"; print "help"; print "CONN" }' "$1" |
+		sed 's/^CONN$/socket\nurl\ntoken-file\nca-file\ncert-file\nkey-file/' | sort -u
+}
+
+# Every verb's --help against the option table its file parses: each
+# option it takes is in the help's option list, each one listed is taken,
+# each short option is there too, and the exit statuses are said (2 for
+# bad usage; 125 for run and exec, whose command may exit 2), and what
+# --json does only where it is taken.  The
+# verbs are `corral --help`'s; oci, runc's command line, lists runc's
+# flags it takes only to ignore them, and is left out.
+t_help_lists_every_option() {
+	local v f table listed shorts c n=0
+	# a staged copy of the tests (check.sh's unprivileged lanes) has no
+	# source beside it; the text is the same for every user
+	[ -d "$HERE/../src/cli" ] || { skip "no src/cli beside the tests"; return; }
+	for v in $(timeout 10 "$CORRAL" --help | sed -n '/^Commands:/,/^$/p' |
+		   grep -oE '^  [a-z]+' | sort -u); do
+		case "$v" in
+		oci) continue ;;
+		resume) f=pause ;;
+		version) f=main ;;
+		*) f=$v ;;
+		esac
+		f=$HERE/../src/cli/$f.c
+		[ -f "$f" ] || { fail "$v: no $f"; continue; }
+		timeout 10 "$CORRAL" "$v" --help > "$T/help" 2>&1 || fail "$v --help: exit"
+		table=$(option_table "$f")
+		listed=$(grep -oE '^  (-[a-zA-Z], )?--[a-z][a-z0-9-]*' "$T/help" |
+			 grep -oE -- '--[a-z0-9-]+' | sed 's/^--//' | sort -u)
+		expect_eq "$v: options taken but not in --help" \
+			"$(comm -23 <(echo "$table") <(echo "$listed") | tr '\n' ' ')" ""
+		expect_eq "$v: options in --help but not taken" \
+			"$(comm -13 <(echo "$table") <(echo "$listed") | tr '\n' ' ')" ""
+		# the connection's text told mcp, which takes no --json, what --json does
+		if grep -q 'With --json' "$T/help"; then
+			grep -qx json <<< "$table" || fail "$v: --help says what --json does, and it takes none"
+		fi
+		# getopt's short options: "+:hitc:" is h, i, t and c
+		shorts=$(grep -oE '(getopt_long\(argc, argv|verb_parse(_more)?\([^"]*), "[^"]*"' "$f" |
+			 sed 's/.*"\(.*\)"/\1/' | tr -d '+:h' | fold -w1 | sort -u)
+		for c in $shorts; do
+			grep -qE "^  -$c(,| )" "$T/help" || fail "$v: -$c not in --help"
+		done
+		case "$v" in
+		run | exec) grep -q '125' "$T/help" || fail "$v: 125 not said" ;;
+		*) tr '\n' ' ' < "$T/help" | grep -qE '2 (bad|on a) usage|\(or bad usage\)' ||
+			fail "$v: the usage status (2) not said" ;;
+		esac
+		n=$((n + 1))
+	done
+	[ "$n" -ge 20 ] || fail "only $n verbs checked"
+	# and `corral --help` lists every verb of main.c's table
+	for v in $(awk '/^} commands\[\] = \{/ { t = 1; next } t && /^\};/ { t = 0 } t' \
+		   "$HERE/../src/cli/main.c" | grep -oE '\{ "[a-z]+"' | grep -oE '[a-z]+'); do
+		case "$v" in help) continue ;; esac
+		timeout 10 "$CORRAL" --help | grep -qE "^  ([a-z]+ [^ ]*, )?$v( |\$)" ||
+			fail "$v not in corral --help"
+	done
+}
+
+# A verb whose output stdout did not take (a full disk) does not exit 0:
+# doctor, policy check, audit verify and every --help printed and never
+# looked, so `corral policy check p.json > report` on a full disk said 0
+# and left an empty report.
+t_stdout_full_is_not_success() {
+	local rc args
+	"$CORRAL" run --events "$T/ev.jsonl" -- /bin/true > /dev/null 2>&1
+	for args in "policy check $HERE/../policies/offline.json" "audit verify $T/ev.jsonl" \
+		    "--help" "help exec" "run --help" "ls --help" "version"; do
+		rc=0
+		timeout 30 "$CORRAL" $args > /dev/full 2> "$T/err" || rc=$?
+		expect_eq "$args > /dev/full: exit" "$rc" 125
+		# the error's errno where the last flush failed, else "an earlier write failed"
+		expect_contains "$args: said" "$(< "$T/err")" "corral: writing to standard output: "
+		expect_eq "$args: said once" "$(wc -l < "$T/err")" 1
+	done
+	# doctor's 1 (a weaker layer) stays; only a 0 that lost its output is not
+	rc=0; timeout 60 "$CORRAL" doctor > /dev/null 2>&1 || rc=$?
+	if [ "$rc" = 0 ]; then
+		rc=0; timeout 60 "$CORRAL" doctor > /dev/full 2>/dev/null || rc=$?
+		expect_eq "doctor > /dev/full: exit" "$rc" 125
+	fi
+}
+
+# docs/API.md's synopsis of `corral serve` has every option serve takes
+# (it had no --policy, the operator's bound on every client).
+t_api_md_serve_options() {
+	local doc=$HERE/../docs/API.md src=$HERE/../src/cli/serve.c
+	[ -f "$doc" ] && [ -f "$src" ] || { skip "no docs/ or src/ beside the tests"; return; }
+	expect_eq "options of serve.c not in API.md's synopsis" \
+		"$(comm -23 <(option_table "$src" | grep -vx help) \
+			<(sed -n '/^    corral serve \[/,/^$/p' "$doc" | grep -oE -- '--[a-z-]+' |
+			  sed 's/^--//' | sort -u) | tr '\n' ' ')" ""
+}
+
+# The --json error codes a verb's --help names are those it sends: run's
+# said "usage" (or "failed") and the client verbs' the same, while a
+# missing policy file is "not_found", a bad one "policy", no daemon
+# "unreachable" (src/cli/jsonerr.c).
+t_help_json_codes() {
+	local code
+	printf '{"limits": {"memory": "1 GB"}}\n' > "$T/bad.json"
+	for args in "--policy $T/none.json" "--policy $T/bad.json"; do
+		code=$(timeout 30 "$CORRAL" run --json $args -- /bin/true 2>/dev/null | json error)
+		expect_contains "run $args: $code in --help" \
+			"$(timeout 10 "$CORRAL" run --help | tr '\n' ' ')" "\"$code\""
+	done
+	code=$(timeout 30 "$CORRAL" ls --json --socket "$T/none" 2>/dev/null | json error)
+	expect_eq "ls, no daemon" "$code" unreachable
+	expect_contains "ls: $code in --help" "$(timeout 10 "$CORRAL" ls --help | tr '\n' ' ')" "\"$code\""
+}
+
+# run --help's examples, run as a user copies them, in a project
+# directory: the one of ./check.sh had no --workspace, so the script was
+# not there (127), and its `| jq .status` showed that as "exited".  Those
+# of --net proxy reach hosts outside (not from a test) and -t needs a
+# terminal (tests/tty.sh): left out, and counted, so none goes unnoticed.
+t_run_help_examples() {
+	local line cmd rc ran=0 left=0
+	mkdir -p "$T/proj"
+	printf 'test:\n\t@echo tested\n' > "$T/proj/Makefile"
+	printf '#!/bin/sh\necho step >> log.txt\n' > "$T/proj/agent_step.sh"
+	printf '#!/bin/sh\necho "mode $MODE"\n' > "$T/proj/check.sh"
+	chmod 755 "$T/proj/agent_step.sh" "$T/proj/check.sh"
+	if [ "$ME" = 0 ]; then chown -R 65534:65534 "$T/proj"; fi
+	timeout 10 "$CORRAL" run --help | sed -n '/^Examples:/,$p' | tail -n +2 |
+		sed -e ':a' -e '/\\$/N; s/\\\n *//; ta' > "$T/examples"
+	while IFS= read -r line; do
+		case "$line" in
+		*"--net proxy"* | *" -t "*) left=$((left + 1)); continue ;;
+		esac
+		# the corral part: a pipe's reader would hide its status
+		cmd=${line%%|*}
+		cmd=${cmd/corral/'"$CORRAL"'}
+		rc=0
+		(cd "$T/proj" && eval "timeout 60 $cmd") < /dev/null > "$T/out" 2> "$T/err" || rc=$?
+		expect_eq "$line: exit ($(head -c 300 "$T/err"))" "$rc" 0
+		ran=$((ran + 1))
+	done < "$T/examples"
+	expect_eq "examples run, left out" "$ran $left" "4 2"
+	expect_eq "the patch's" "$(grep -c '^+step' "$T/proj/agent.diff")" 1
+}
+
 # `corral help VERB` is VERB's --help, and the help ends with examples:
 # `help run` printed the list of verbs, and run's help showed no command.
 t_help_verb() {

@@ -228,6 +228,10 @@ def protocol(s):
           "recursive" in tools["file_list"]["inputSchema"]["properties"] and
           "to" not in tools["workspace_export"]["inputSchema"]["properties"],
           "the new arguments: stdin_open, follow, recursive; no host path for export")
+    # a model reads the words of a change here: the daemon's (change_kind_name),
+    # not "type" and "mode", which it said while the daemon sent type_changed
+    check("added/modified/deleted/type_changed/mode_changed" in
+          tools["workspace_diff"]["description"], "workspace_diff names the daemon's words")
     check(tools["sandbox_list"]["annotations"]["readOnlyHint"] is True and
           tools["sandbox_destroy"]["annotations"]["destructiveHint"] is True,
           "read-only and destructive hints")

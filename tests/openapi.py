@@ -179,7 +179,7 @@ def routes():
                 continue    # the dispatch to api_sandbox_routes
             path = prefix + path.replace("processes/*", "processes/{pid}").replace("snapshots/*", "snapshots/{id}")
             for f in flags.replace(" ", "").split("|"):
-                if f in ("GET", "POST", "PUT", "DELETE", "PATCH"):
+                if f in ("GET", "HEAD", "POST", "PUT", "DELETE", "PATCH"):
                     found.add((path, f.lower()))
     table("api_routes", "")
     table("api_sandbox_routes", "/v1/sandboxes/{id}")
@@ -188,6 +188,70 @@ def routes():
     check(not found - documented, "every route of api.c is documented", sorted(found - documented))
     check(not documented - found, "every documented operation is a route of api.c",
           sorted(documented - found))
+
+
+def error_words():
+    """Every error word the daemon's source answers with is in Error's enum
+    (one a session seldom meets, a TCP peer's 429, too)."""
+    words = set()
+    for name in sorted(os.listdir(os.path.join(REPO, "src/daemon"))):
+        if name.endswith(".c"):
+            src = open(os.path.join(REPO, "src/daemon", name)).read()
+            words |= set(re.findall(r'(?:reply_error|api_fault)\([^,;]+,\s*[0-9]+,\s*"([a-z_]+)"', src))
+            words |= set(re.findall(r'\berror = "([a-z_]+)"', src))
+    enum = set(resolve("#/components/schemas/Error")["properties"]["error"]["enum"])
+    check(len(words) > 10 and not words - enum,
+          "every error word of src/daemon is in Error's enum (%d)" % len(words),
+          sorted(words - enum))
+
+
+def request_fields():
+    """The fields the daemon's bodies take (each handler's known[] list) are
+    the document's request properties, both ways."""
+    taken = set()
+    for name in sorted(os.listdir(os.path.join(REPO, "src/daemon"))):
+        if name.endswith(".c"):
+            src = open(os.path.join(REPO, "src/daemon", name)).read()
+            for body in re.findall(r"\bknown\[\] = \{(.*?)\};", src, re.S):
+                taken |= set(re.findall(r'"([a-z_]+)"', body))
+            # processes' own field, taken off its body before exec's check
+            if name == "api_procs.c" and '"stdin_open"' in src:
+                taken.add("stdin_open")
+    documented = set()
+    for item in DOC["paths"].values():
+        for m in METHODS:
+            rb = item.get(m, {}).get("requestBody", {})
+            for c in rb.get("content", {}).values():
+                schema = c.get("schema", {})
+                if "$ref" in schema:
+                    schema = resolve(schema["$ref"])
+                documented |= set(schema.get("properties", {}))
+    check(len(taken) > 20 and taken == documented,
+          "the request fields of src/daemon are the document's (%d)" % len(taken),
+          "taken, not documented: %s; documented, not taken: %s" %
+          (sorted(taken - documented), sorted(documented - taken)))
+
+
+def query_parameters():
+    """The query parameters the daemon reads are the document's, both ways."""
+    read = set()
+    for name in sorted(os.listdir(os.path.join(REPO, "src/daemon"))):
+        if name.endswith(".c"):
+            src = open(os.path.join(REPO, "src/daemon", name)).read()
+            read |= set(re.findall(r'(?:find_header\(&\w+|query_has\(\w+), "([a-z_]+)"', src))
+            read |= set(re.findall(r'strcmp\(h->key, "([a-z_]+)"\)', src))   # ?label=, repeated
+    documented = set()
+    for item in DOC["paths"].values():
+        for m in METHODS:
+            for prm in item.get(m, {}).get("parameters", []) + item.get("parameters", []):
+                if "$ref" in prm:
+                    prm = resolve(prm["$ref"])
+                if prm.get("in") == "query":
+                    documented.add(prm["name"])
+    check(len(read) > 10 and read == documented,
+          "the query parameters of src/daemon are the document's (%d)" % len(read),
+          "read, not documented: %s; documented, not read: %s" %
+          (sorted(read - documented), sorted(documented - read)))
 
 
 # ---- 3. a real daemon -------------------------------------------------------------
@@ -230,6 +294,9 @@ def exchange(sock, method, url, body=None, ctype=None, expect=None):
         return None
     t = template_of(path)
     op = DOC["paths"].get(t, {}).get(method.lower())
+    if not op and method == "HEAD":
+        check(False, what + " is documented", data[:100])
+        return None
     if not op:
         # an undocumented method on a documented path: the Error shape
         errs = errors({"$ref": "#/components/schemas/Error"}, json.loads(data))
@@ -243,6 +310,9 @@ def exchange(sock, method, url, body=None, ctype=None, expect=None):
         resp = resolve(resp["$ref"])
     ctype = (r.getheader("Content-Type") or "").split(";")[0].strip()
     content = resp.get("content", {})
+    if method == "HEAD":
+        check(not data and not content, what + " has no body", data[:100])
+        return None
     if ctype not in content:
         check(False, what + ": content type %s documented" % ctype, list(content))
         return None
@@ -263,8 +333,14 @@ def session(sock):
     ex = lambda *a, **k: exchange(sock, *a, **k)
     ex("GET", "/v1/health", expect=200)
     ex("GET", "/v1/metrics", expect=200)
+    ex("HEAD", "/v1/health", expect=200)
+    ex("HEAD", "/v1/metrics", expect=200)
     ex("POST", "/v1/sandboxes", {"policy": {"limits": {"memory": "lots"}}}, expect=422)
     ex("POST", "/v1/sandboxes", {"bogus": 1}, expect=400)
+    # an image the store does not hold, and a reference that is no image
+    # name: the error word is "image", which Error did not list
+    ex("POST", "/v1/sandboxes", {"image": "nosuch:1"}, expect=404)
+    ex("POST", "/v1/sandboxes", {"image": "/tmp/x"}, expect=422)
     ex("POST", "/v1/sandboxes", {"policy": {"limits": {"open_files": 1000000, "pids": 1024}}},
        expect=400)
     sb = ex("POST", "/v1/sandboxes", {"labels": {"k": "v"}, "ttl_seconds": 600}, expect=201)
@@ -347,6 +423,48 @@ def harness(ex):
     ex("DELETE", base, expect=200)
 
 
+def way_out(ex, tmp):
+    """A workspace's diff, export and snapshot, and a fork of it: routes a
+    harness uses after a run, whose answers the session above never read."""
+    ws = os.path.join(tmp, "ws")
+    os.mkdir(ws, 0o755)
+    os.chmod(tmp, 0o755)    # opened as the sandbox's host user: mkdtemp's 0700 refuses it
+    for name in ("a.txt", "m.txt", "t.txt"):
+        with open(os.path.join(ws, name), "w") as f:
+            f.write("one\n")
+    os.symlink("a.txt", os.path.join(ws, "l"))
+    sb = ex("POST", "/v1/sandboxes", {"workspace": ws}, expect=201)
+    if not sb:
+        return
+    base = "/v1/sandboxes/" + sb["id"]
+    # each kind of change, so that each field of a Change is sent: old_mode,
+    # old_type and old_target too
+    ex("POST", base + "/exec", {"command": "echo two >> a.txt; echo new > b.txt; "
+                                "chmod 600 m.txt; rm t.txt; mkdir t.txt; "
+                                "ln -sfn m.txt l; ln -s a.txt s; mkdir d"}, expect=200)
+    changes = ex("GET", base + "/diff", expect=200) or []
+    sent = {k for c in changes for k in c}
+    check(sent >= {"old_mode", "old_type", "old_target", "target", "size"},
+          "the diff sent every kind of change", sorted(sent))
+    ex("GET", base + "/diff?path=b.txt", expect=200)
+    ex("GET", base + "/diff?format=patch", expect=200)
+    ex("GET", base + "/diff?format=nope", expect=400)
+    ex("POST", base + "/export", {"to": os.path.join(tmp, "out")}, expect=200)
+    ex("POST", base + "/export", {"patch": True}, expect=200)
+    ex("POST", base + "/export", {"to": os.path.join(tmp, "out")}, expect=409)
+    ex("POST", base + "/export", {}, expect=400)
+    snap = ex("POST", base + "/snapshot", expect=201)
+    ex("GET", "/v1/snapshots", expect=200)
+    ex("GET", "/v1/snapshots/snap-nope", expect=404)
+    if snap:
+        ex("GET", "/v1/snapshots/" + snap["id"], expect=200)
+        fork = ex("POST", "/v1/sandboxes", {"from_snapshot": snap["id"]}, expect=201)
+        if fork:
+            ex("DELETE", "/v1/sandboxes/" + fork["id"], expect=200)
+        ex("DELETE", "/v1/snapshots/" + snap["id"], expect=200)
+    ex("DELETE", base, expect=200)
+
+
 def daemon():
     tmp = tempfile.mkdtemp(prefix="corral-openapi.", dir=os.environ.get("TMPDIR", "/tmp"))
     sock = os.path.join(tmp, "s")
@@ -361,6 +479,7 @@ def daemon():
             time.sleep(0.05)
         check(os.path.exists(sock), "the daemon started")
         session(sock)
+        way_out(lambda *a, **k: exchange(sock, *a, **k), tmp)
     finally:
         d.send_signal(signal.SIGTERM)
         try:
@@ -412,6 +531,9 @@ def prose():
 
 shape()
 routes()
+error_words()
+request_fields()
+query_parameters()
 prose()
 daemon()
 print("openapi: %d passed, %d failed" % (PASS, FAIL))

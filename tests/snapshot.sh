@@ -186,6 +186,21 @@ s_api_session_round_trips() {
 	expect_eq "--apply" "$(tree_of "$T/ws")" "$want"
 }
 
+# corral diff's letters: the daemon says "type_changed" and "mode_changed"
+# (change_kind_name), and the CLI looked for "type" and "mode", so a file
+# that became a directory or lost its x bit was printed as "? PATH".
+s_diff_letters() {
+	mkrepo "$T/ws"
+	start_daemon
+	create "{\"workspace\": \"$T/ws\", \"idle_freeze_ms\": 0}"
+	run "$SB" "$(sh_file a.sh 'chmod 755 script.sh; rm gone.txt; mkdir gone.txt; rm -r olddir; echo n > olddir')"
+	cli diff "$SB" || fail "diff: $(< "$T/err")"
+	expect_eq "diff" "$(LC_ALL=C sort < "$T/out")" "D olddir/o
+T gone.txt
+T olddir
+m script.sh"
+}
+
 s_apply_conflict() {
 	mkrepo "$T/ws"
 	start_daemon

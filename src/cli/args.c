@@ -27,11 +27,15 @@ static const char conn_help[] =
 "                       needed)\n"
 "  --key-file FILE      its PEM private key (without a passphrase)\n"
 "  -h, --help           this text\n"
-"The daemon's refusals are printed as \"corral: DETAIL (HTTP STATUS)\".\n"
+"The daemon's refusals are printed as \"corral: DETAIL (HTTP STATUS)\".\n";
+
+/* Not for a verb without --json (mcp: its stdout is the protocol's). */
+static const char json_help[] =
 "With --json, every error (a usage error too) is also one object on stdout:\n"
 "{\"error\": CODE, \"detail\": SENTENCE}, CODE the daemon's (with\n"
-"\"http_status\"), \"usage\", or \"failed\" for what failed here.\n"
-"\n";
+"\"http_status\"), \"usage\", or a word of the CLI's own for what failed\n"
+"here: \"unreachable\", \"not_found\", \"forbidden\" ... \"failed\"\n"
+"(docs/API.md, \"The CLI's own errors\").\n";
 
 const struct option verb_json_options[] = {
 	CONN_OPTIONS,
@@ -54,6 +58,9 @@ int verb_help(const struct verb *v)
 {
 	fputs(v->head, stdout);
 	fputs(conn_help, stdout);
+	if (!v->no_json)
+		fputs(json_help, stdout);
+	fputs("\n", stdout);
 	fputs(v->tail, stdout);
 	return 0;
 }

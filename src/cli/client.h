@@ -52,6 +52,7 @@ struct verb {
 	 * status is otherwise the command's own (exec), which may be 2.
 	 */
 	int usage_status;
+	bool no_json;		/* takes no --json: its help says nothing of it */
 };
 
 /* Options every client verb takes; a verb numbers its own from OPT_OWN. */

@@ -70,10 +70,11 @@ static int diff_option(void *arg, int opt, const char *val)
 	return 0;
 }
 
+/* The words are change_kind_name()'s (src/lib/diff.c), the daemon's. */
 static char change_letter(const char *change)
 {
 	static const char *const names[] = { "added", "modified", "deleted",
-					     "type", "mode" };
+					     "type_changed", "mode_changed" };
 	static const char letters[] = "AMDTm";
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)

@@ -324,6 +324,28 @@ static int cmd_help(int argc, char **argv)
 	return c->fn(2, verb_argv);
 }
 
+/*
+ * A verb that succeeded but whose output stdout did not take (a full
+ * disk, `corral doctor > /dev/full`) exited 0 with the output lost:
+ * doctor, policy check, audit verify and every --help wrote with printf
+ * and never looked.  Verbs that check stdout themselves (ls, version)
+ * say it and return 125 already, as `corral run` does for its relay.
+ */
+static int stdout_taken(int code)
+{
+	bool flushed;
+
+	if (code != 0)
+		return code;
+	flushed = fflush(stdout) == 0;
+	if (flushed && !ferror(stdout))
+		return 0;
+	/* errno is the flush's; after an earlier failed write it is stale */
+	cli_error("writing to standard output: %s",
+		  flushed ? "an earlier write failed" : strerror(errno));
+	return EXIT_CORRAL;
+}
+
 static const char *basename_of(const char *path)
 {
 	const char *slash = strrchr(path, '/');
@@ -355,15 +377,18 @@ int main(int argc, char **argv)
 	 */
 #ifndef __SANITIZE_ADDRESS__	/* LeakSanitizer checks from exit()'s handlers */
 	if (!strcmp(argv[1], "run")) {
-		int r = cli_json_end(cmd_run(argc - 1, argv + 1));
+		int r = stdout_taken(cli_json_end(cmd_run(argc - 1, argv + 1)));
 
 		fflush(NULL);
 		_exit(r);
 	}
 #endif
 	cmd = find_command(argv[1]);
-	if (cmd)
+	/* mcp's stdout is the protocol's: it says a broken one, and its 0 stays */
+	if (cmd && cmd->fn == cmd_mcp)
 		return cli_json_end(cmd->fn(argc - 1, argv + 1));
+	if (cmd)
+		return stdout_taken(cli_json_end(cmd->fn(argc - 1, argv + 1)));
 	if (docker_verb_hint(argv[1]))
 		cli_error("unknown command \"%s\": %s; see `corral --help`", argv[1],
 			  docker_verb_hint(argv[1]));

@@ -36,6 +36,7 @@ static const char instructions[] =
 
 static const struct verb mcp_verb = {
 	.name = "mcp",
+	.no_json = true,
 	.head =
 "Usage: corral mcp [--policy FILE] [--policy-dir DIR]... [--private]\n"
 "                  [--max-sandboxes N]\n"

@@ -1692,7 +1692,7 @@ static const struct tool tools[] = {
 	  "[\"sandbox_id\", \"path\", \"content\"]",
 	  "{\"type\": \"object\", \"properties\": {\"path\": {\"type\": \"string\"}, \"entries\": {\"type\": \"integer\"}, \"bytes\": {\"type\": \"integer\"}}, \"required\": [\"path\", \"entries\"]}",
 	  false, true, false, t_archive_write },
-	{ "workspace_diff", "Show what the sandbox changed", "What the sandbox changed under /workspace: a list of changes (path, change: added/modified/deleted/type/mode), or with patch:true a git patch of what an export would let out.",
+	{ "workspace_diff", "Show what the sandbox changed", "What the sandbox changed under /workspace: a list of changes (path, change: added/modified/deleted/type_changed/mode_changed), or with patch:true a git patch of what an export would let out.",
 	  ID_PROP ", \"path\": {\"type\": \"string\", \"description\": \"Only changes at or beneath this path (relative to the workspace, or /workspace/...).\"}, "
 	  "\"patch\": {\"type\": \"boolean\", \"description\": \"A git patch instead of the list.\"}",
 	  "[\"sandbox_id\"]",

@@ -192,8 +192,10 @@ static const char run_usage[] =
 "result that could not, or events the --events file did not take, is\n"
 "said on stderr, and a 0 becomes 125.\n"
 "With --json, an error of corral's before a result (a bad option, a\n"
-"policy) is one object on stdout too: {\"error\": \"usage\" (or \"failed\"),\n"
-"\"detail\": the sentence stderr got}.\n"
+"policy) is one object on stdout too: {\"error\": CODE, \"detail\": the\n"
+"sentence stderr got}, CODE \"usage\", \"policy\", \"not_found\" (a file\n"
+"named that is not there) ... or \"failed\" (docs/API.md, \"The CLI's own\n"
+"errors\").\n"
 "Without --json, how the command ended is told on stderr whenever it did\n"
 "not simply exit, or a limit (the disk full, an rlimit's ENOMEM, EMFILE),\n"
 "the network's policy or a denial lies behind a non-zero exit.\n"
@@ -207,7 +209,7 @@ static const char run_usage[] =
 "  corral run --workspace . --patch agent.diff -- ./agent_step.sh\n"
 "  corral run --net proxy --allow pypi.org --allow '*.pythonhosted.org' \\\n"
 "      -- pip download requests\n"
-"  corral run --json --env MODE=ci -- ./check.sh | jq .status\n"
+"  corral run --json --env MODE=ci --workspace . -- ./check.sh | jq .status\n"
 "  corral run -t --workspace . -- bash\n";
 
 enum {

@@ -2209,6 +2209,23 @@ t_help_lists_every_option() {
 	done
 }
 
+# corral oci's --help names every flag its tables take (runc's too, which
+# it takes only to ignore them: an engine's operator reading why a flag
+# passes finds it), and its exit statuses (runc's: 1 for any failure).
+# It had no --criu, --rootless, --no-pivot, --env or status at all.
+t_oci_help_lists_every_option() {
+	local f table help missing=""
+	[ -d "$HERE/../src/cli" ] || { skip "no src/cli beside the tests"; return; }
+	help=$(timeout 10 "$CORRAL" oci --help) || fail "oci --help: exit"
+	table=$(for f in "$HERE"/../src/cli/oci*.c; do option_table "$f"; done | grep -vx help | sort -u)
+	[ "$(wc -l <<< "$table")" -ge 15 ] || fail "only $(wc -l <<< "$table") options read"
+	for f in $table; do
+		grep -qE -- "--$f([^a-z-]|\$)" <<< "$help" || missing="$missing$f "
+	done
+	expect_eq "oci: options taken but not in --help" "$missing" ""
+	expect_contains "oci: exit status" "$(tr '\n' ' ' <<< "$help")" "1 any failure, a usage error included"
+}
+
 # A verb whose output stdout did not take (a full disk) does not exit 0:
 # doctor, policy check, audit verify and every --help printed and never
 # looked, so `corral policy check p.json > report` on a full disk said 0

@@ -211,6 +211,14 @@ static void on_client_read(struct bufferevent *bev, void *arg)
 			u->in_frame = true;
 		}
 		n = evbuffer_get_length(in);
+		/*
+		 * A head whose bytes came alone: its data is awaited.  Written
+		 * as a write of 0 bytes, it failed the upload with the errno
+		 * of the socket's last read (a 409, "Resource temporarily
+		 * unavailable"), whenever a read ended right after a head.
+		 */
+		if (!n)
+			return;
 		if (n > u->left)
 			n = u->left;
 		if (u->len + n > API_FILE_MAX) {

@@ -784,6 +784,43 @@ t_archive_streamed_client_gone() {
 	rmsb "$id"
 }
 
+# An archive still arriving holds no worker: it held one from its 101 to
+# its answer, and four clients that sent a byte now and then (two TCP
+# peers, two each, as easily) held all the daemon's workers, every diff,
+# export, snapshot and archive in or out a 503 for as long as they liked.
+# Four held open here; an archive PUT and one read out are served beside
+# them, and each of the four unpacks once its client ends it.
+t_archive_streamed_holds_no_worker() {
+	local id i pids=() w ws=() code rc
+	id=$(mksb)
+	mktar "$T/ok.tar" "f:file:fine"
+	for i in $(seq 200); do [ "$(spools)" = 0 ] && break; sleep 0.05; done
+	for i in 1 2 3 4; do
+		mkfifo "$T/in.$i"
+		"$CORRAL" cp --socket "$SOCK" - "$id":/tmp/w$i/ < "$T/in.$i" > /dev/null 2> "$T/w$i.err" &
+		pids+=($!)
+		exec {w}> "$T/in.$i"
+		ws+=("$w")
+		cat "$T/ok.tar" >&"$w" || fail "cp $i: $(cat "$T/w$i.err")"
+	done
+	for i in $(seq 200); do [ "$(spools)" -ge 4 ] && break; sleep 0.05; done
+	expect_eq "the four spooling" "$(spools)" 4
+	code=$(api PUT "/v1/sandboxes/$id/archive?path=/tmp/beside" --data-binary @"$T/ok.tar")
+	expect_code "an archive in beside them" "$code" 201
+	code=$(api GET "/v1/sandboxes/$id/archive?path=/tmp/beside")
+	expect_code "an archive out beside them" "$code" 200
+	for w in "${ws[@]}"; do exec {w}>&-; done
+	i=0
+	for w in "${pids[@]}"; do
+		i=$((i + 1))
+		rc=0; wait "$w" || rc=$?
+		expect_eq "cp $i: exit" "$rc" 0 || cat "$T/w$i.err"
+	done
+	expect_eq "theirs" "$(sh_in "$id" 'cat /tmp/w1/f /tmp/w2/f /tmp/w3/f /tmp/w4/f /tmp/beside/f')" \
+		finefinefinefinefine
+	rmsb "$id"
+}
+
 # ---- processes ---------------------------------------------------------------
 
 t_process_stdin_and_follow() {

@@ -821,6 +821,41 @@ t_archive_streamed_holds_no_worker() {
 	rmsb "$id"
 }
 
+# Spools fill the state directory's disk no further than a reserve (64
+# MiB): filled, the audit log lost every sandbox's events until the spools
+# were gone.  A daemon whose state is on a tmpfs of 100 MiB (this test's
+# own mount namespace, gone with it) refuses a 48 MiB archive (a 507 that
+# says why) and takes a small one.
+t_archive_streamed_state_disk_reserve() {
+	[ "$(id -u)" = 0 ] || { skip "mounting a small tmpfs needs root"; return 77; }
+	mkdir "$T/small"
+	head -c $((48 << 20)) /dev/urandom > "$T/blob"
+	tar -C "$T" -cf "$T/big.tar" blob
+	mktar "$T/ok.tar" "f:file:fine"
+	unshare -m --propagation private /bin/bash -c '
+		mount -t tmpfs -o size=100m,mode=0700 tmpfs "$1" || exit 99
+		"$2" serve --socket "$1/s" --state-dir "$1/state" > "$3/small.log" 2>&1 < /dev/null &
+		d=$!
+		for _ in $(seq 200); do [ -S "$1/s" ] && break; sleep 0.05; done
+		id=$("$2" create --socket "$1/s")
+		for k in big ok; do
+			rc=0
+			timeout 60 "$2" cp --json --socket "$1/s" - "$id:/tmp/$k/" < "$3/$k.tar" \
+				> "$3/$k.out" 2> "$3/$k.err" || rc=$?
+			echo "$rc" > "$3/$k.rc"
+		done
+		"$2" exec --socket "$1/s" "$id" -- cat /tmp/ok/f > "$3/ok.cat" 2>&1
+		"$2" rm --socket "$1/s" "$id" > /dev/null 2>&1
+		kill -TERM "$d"
+		wait "$d"' _ "$T/small" "$CORRAL" "$T"
+	[ $? != 99 ] || { skip "no tmpfs"; return 77; }
+	expect_eq "48 MiB: exit" "$(cat "$T/big.rc"):$(jq 'v["error"]' "$T/big.out")" "125:no_space" ||
+		cat "$T/big.out" "$T/big.err" "$T/small.log"
+	expect_contains "48 MiB: said" "$(cat "$T/big.err")" "an archive's spool leaves it 67108864"
+	expect_eq "a small one: exit" "$(cat "$T/ok.rc")" 0 || cat "$T/ok.err"
+	expect_eq "a small one: its file" "$(cat "$T/ok.cat")" fine
+}
+
 # ---- processes ---------------------------------------------------------------
 
 t_process_stdin_and_follow() {

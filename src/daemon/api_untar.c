@@ -43,6 +43,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #define UPLOAD_FRAME_HEAD	4
@@ -50,7 +51,13 @@
 #define UPLOAD_READ_AHEAD	(256 * 1024)	/* read, not yet spooled */
 #define UPLOAD_IDLE_S		30
 #define UPLOAD_LINGER_MS	2000		/* the client's close awaited */
-#define UPLOAD_SPOOLS		(2 * BUILDS_MAX)	/* arriving or whole, at once */
+/* arriving or whole at once: the state dir's disk they take as before, when each held a worker */
+#define UPLOAD_SPOOLS		BUILDS_MAX
+/*
+ * What a spool leaves free of the state directory's disk: the audit log's
+ * lines (a write that fails loses them, counted), the sandboxes' state.
+ */
+#define UPLOAD_DISK_RESERVE	(64ull << 20)
 #define UPLOAD_SPOOLS_TCP	(UPLOAD_SPOOLS * 3 / 4)	/* of them, TCP peers' */
 
 struct upload {
@@ -270,6 +277,28 @@ static void on_start(evutil_socket_t fd, short what, void *arg)
 		untar_stream_room(u->d);
 }
 
+/*
+ * Whether n more bytes leave the state directory's disk its reserve; else
+ * the upload is refused (a 507).  A client's spools filled it, and then
+ * the audit log lost every sandbox's events until they were gone.
+ */
+static bool spool_fits(struct upload *u, size_t n)
+{
+	struct statvfs sv;
+	uint64_t free_bytes;
+
+	if (fstatvfs(u->spool, &sv) < 0)
+		return true;	/* not told: the write says */
+	free_bytes = (uint64_t)sv.f_bavail * sv.f_frsize;
+	if (free_bytes >= n + UPLOAD_DISK_RESERVE)
+		return true;
+	upload_fail(u, 507, "no_space", "the state directory's disk has %llu bytes "
+		    "free: an archive's spool leaves it %llu (the audit log's, "
+		    "the sandboxes' state)", (unsigned long long)free_bytes,
+		    UPLOAD_DISK_RESERVE);
+	return false;
+}
+
 /* Frames out of the input: the spool takes their bytes. */
 static void on_client_read(struct bufferevent *bev, void *arg)
 {
@@ -313,6 +342,8 @@ static void on_client_read(struct bufferevent *bev, void *arg)
 				    "the limit", API_FILE_MAX);
 			return;
 		}
+		if (!spool_fits(u, n))
+			return;
 		k = evbuffer_write_atmost(in, u->spool, (ev_ssize_t)n);
 		if (k <= 0) {
 			struct corral_err err = { 0 };
@@ -352,7 +383,13 @@ static void on_client_write(struct bufferevent *bev, void *arg)
 	bufferevent_disable(bev, EV_WRITE);
 	bufferevent_enable(bev, EV_READ);
 	on_linger_read(bev, u);
-	/* a plain socket is shut for writing; a TLS one's end is its close */
+	/*
+	 * Shut for writing, so that a client reading to the end sees it now.
+	 * The TLS listener's bufferevent is its socket's own (no underlying
+	 * one), so it is shut too: no close_notify goes out, here or at the
+	 * close (libevent 2.1 frees an SSL without SSL_shutdown), and a strict
+	 * TLS client reads an unexpected EOF after the answer.
+	 */
 	if ((!bufferevent_get_underlying(bev) && (fd < 0 || shutdown(fd, SHUT_WR) < 0)) ||
 	    event_add(u->ev_close, &tv) < 0)
 		upload_close(u);
@@ -400,9 +437,10 @@ static bool spool_room(struct daemon *d, bool tcp, struct api_fault *f)
 {
 	int all = 0, peers = 0;
 
+	/* an answered one's spool is closed, its connection not yet */
 	for (struct upload *u = d->uploads; u; u = u->next) {
-		all++;
-		peers += u->tcp;
+		all += u->spool >= 0;
+		peers += u->spool >= 0 && u->tcp;
 	}
 	if (all >= UPLOAD_SPOOLS)
 		return api_fault(f, 503, "busy", "%d archives are being streamed in, "

@@ -814,7 +814,7 @@ t_archive_streamed_holds_no_worker() {
 	for w in "${pids[@]}"; do
 		i=$((i + 1))
 		rc=0; wait "$w" || rc=$?
-		expect_eq "cp $i: exit" "$rc" 0 || cat "$T/w$i.err"
+		expect_eq "cp $i: exit" "$rc" 0 || fail "$(cat "$T/w$i.err")"
 	done
 	expect_eq "theirs" "$(sh_in "$id" 'cat /tmp/w1/f /tmp/w2/f /tmp/w3/f /tmp/w4/f /tmp/beside/f')" \
 		finefinefinefinefine
@@ -850,10 +850,73 @@ t_archive_streamed_state_disk_reserve() {
 		wait "$d"' _ "$T/small" "$CORRAL" "$T"
 	[ $? != 99 ] || { skip "no tmpfs"; return 77; }
 	expect_eq "48 MiB: exit" "$(cat "$T/big.rc"):$(jq 'v["error"]' "$T/big.out")" "125:no_space" ||
-		cat "$T/big.out" "$T/big.err" "$T/small.log"
+		fail "$(cat "$T/big.out" "$T/big.err" "$T/small.log")"
 	expect_contains "48 MiB: said" "$(cat "$T/big.err")" "an archive's spool leaves it 67108864"
-	expect_eq "a small one: exit" "$(cat "$T/ok.rc")" 0 || cat "$T/ok.err"
+	expect_eq "a small one: exit" "$(cat "$T/ok.rc")" 0 || fail "$(cat "$T/ok.err")"
 	expect_eq "a small one: its file" "$(cat "$T/ok.cat")" fine
+}
+
+# The TCP peers' spools leave the unix socket's clients one: two peers
+# (127.0.0.2 and .3, two uploads each, a peer's most) held every worker
+# with a byte now and then before; now they hold 3 of the 4 spools, the
+# fourth peer upload is a 503, and a local copy goes through beside them.
+t_archive_streamed_tcp_share() {
+	local port sock=$T/tcp.sock i id rc
+	port=$(free_port)
+	head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$T/tok"
+	chmod 600 "$T/tok"
+	"$CORRAL" serve --socket "$sock" --state-dir "$T/tcp-state" --listen "127.0.0.1:$port" \
+		--token-file "$T/tok" > "$T/tcp.log" 2>&1 < /dev/null &
+	TCPD=$!
+	PEERS=""
+	# run_test runs this in a subshell: its trap ends what it started
+	trap 'kill $PEERS 2>/dev/null || :; kill -TERM $TCPD 2>/dev/null || :; wait 2>/dev/null || :' EXIT
+	for i in $(seq 200); do [ -S "$sock" ] && break; sleep 0.05; done
+	[ -S "$sock" ] || { fail "no daemon: $(cat "$T/tcp.log")"; return 1; }
+	mkfifo "$T/peers.go"
+	$PY - "$port" "$T/tok" "$T/peers.go" > "$T/peers" 2> "$T/peers.err" <<'EOF' &
+import json, socket, struct, sys
+port, tok = int(sys.argv[1]), open(sys.argv[2]).read().strip()
+def talk(src, head):
+    s = socket.create_connection(("127.0.0.1", port), timeout=60, source_address=(src, 0))
+    s.sendall(head.encode())
+    got = b""
+    while b"\r\n\r\n" not in got:
+        b = s.recv(4096)
+        if not b:
+            break
+        got += b
+    return s, got
+held = []
+for src in ("127.0.0.2", "127.0.0.3"):
+    s, got = talk(src, "POST /v1/sandboxes HTTP/1.1\r\nHost: c\r\nAuthorization: Bearer %s\r\n"
+                  "Content-Length: 2\r\nConnection: close\r\n\r\n{}" % tok)
+    while True:
+        b = s.recv(65536)
+        if not b:
+            break
+        got += b
+    sid = json.loads(got.split(b"\r\n\r\n", 1)[1])["id"]
+    for i in range(2):
+        s, got = talk(src, "PUT /v1/sandboxes/%s/archive?path=/tmp/p%d HTTP/1.1\r\nHost: c\r\n"
+                      "Authorization: Bearer %s\r\nConnection: Upgrade\r\nUpgrade: corral-tar\r\n"
+                      "Content-Length: 0\r\n\r\n" % (sid, i, tok))
+        print(got.split(b" ")[1].decode(), flush=True)
+        s.sendall(struct.pack(">I", 100) + b"x")
+        held.append(s)
+open(sys.argv[3]).read()	# until the test has copied beside them
+EOF
+	PEERS=$!
+	for i in $(seq 200); do [ "$(wc -l < "$T/peers")" -ge 4 ] && break; sleep 0.05; done
+	expect_eq "the peers' uploads" "$(tr '\n' ' ' < "$T/peers")" "101 101 101 503 " ||
+		fail "$(cat "$T/peers.err")"
+	id=$("$CORRAL" create --socket "$sock")
+	mktar "$T/ok.tar" "f:file:fine"
+	rc=0; timeout 20 "$CORRAL" cp --socket "$sock" - "$id":/tmp/ok/ < "$T/ok.tar" > /dev/null 2> "$T/e" || rc=$?
+	echo > "$T/peers.go"
+	wait "$PEERS"
+	PEERS=""
+	expect_eq "a local copy beside them: exit" "$rc" 0 || fail "$(cat "$T/e")"
 }
 
 # ---- processes ---------------------------------------------------------------

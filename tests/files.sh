@@ -676,6 +676,77 @@ t_archive_streamed_refused() {
 	rmsb "$id"
 }
 
+# streamed SOCK ID DIR TAR STEPS: a raw upload, each step sent and taken by
+# the daemon (the socket's queue empty: SIOCOUTQ) before the next, so each
+# is a read of its own: "h" a frame's head, "h2" its first two bytes, "d3"
+# its data in three, "e" the end frame, "x" bytes after it.  The answer on
+# stdout.
+streamed() {
+	$PY - "$@" <<'EOF'
+import fcntl, socket, struct, sys, termios, time
+sock, sid, path, tar, steps = sys.argv[1:6]
+data = open(tar, "rb").read()
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(60)
+s.connect(sock)
+def taken():
+    for _ in range(2000):
+        q = fcntl.ioctl(s, termios.TIOCOUTQ, b"\0\0\0\0")
+        if struct.unpack("i", q)[0] == 0:
+            return
+        time.sleep(0.005)
+    sys.exit("the daemon took nothing of a step for 10 s")
+s.sendall(("PUT /v1/sandboxes/%s/archive?path=%s HTTP/1.1\r\nHost: c\r\n"
+           "Connection: Upgrade\r\nUpgrade: corral-tar\r\nContent-Length: 0\r\n\r\n"
+           % (sid, path)).encode())
+got = b""
+while b"\r\n\r\n" not in got:
+    b = s.recv(4096)
+    if not b:
+        sys.exit("no 101: %r" % got)
+    got += b
+if not got.startswith(b"HTTP/1.1 101 "):
+    sys.exit("no 101: %r" % got)
+head = struct.pack(">I", len(data))
+thirds = [data[:len(data) // 3], data[len(data) // 3:2 * len(data) // 3], data[2 * len(data) // 3:]]
+parts = {"h": [head], "h2": [head[:2], head[2:]], "d3": thirds, "e": [bytes(4)],
+         "x": [b"GET / HTTP/1.1\r\nHost: c\r\n\r\n"]}
+for step in steps.split(","):
+    for p in parts[step]:
+        s.sendall(p)
+        taken()
+answer = got.split(b"\r\n\r\n", 1)[1]
+while True:
+    b = s.recv(65536)
+    if not b:
+        break
+    answer += b
+sys.stdout.write(answer.decode())
+EOF
+}
+
+# A frame whose head or data came in reads of their own: its head alone
+# was taken for a write of no bytes, which failed the upload (a 409 with
+# the socket's EAGAIN) whenever a read ended right after a head; a head
+# in two pieces, data in three, bytes after the end frame (left unread,
+# no second request) unpack as one tar.
+t_archive_streamed_split() {
+	local id
+	id=$(mksb)
+	mktar "$T/s.tar" "a:file:split frames" "b:zeros:70000"
+	streamed "$SOCK" "$id" /tmp/s1 "$T/s.tar" h,d3,e > "$T/o" 2> "$T/e" ||
+		fail "head alone: $(cat "$T/e")"
+	expect_eq "head alone" "$(jq '[v["status"], v.get("entries")]' "$T/o")" "[201, 2]"
+	streamed "$SOCK" "$id" /tmp/s2 "$T/s.tar" h2,d3,e,x > "$T/o" 2> "$T/e" ||
+		fail "head in two: $(cat "$T/e")"
+	expect_eq "head in two" "$(jq '[v["status"], v.get("entries")]' "$T/o")" "[201, 2]"
+	expect_eq "unpacked" "$(sh_in "$id" 'cat /tmp/s1/a /tmp/s2/a; echo; stat -c %s /tmp/s1/b /tmp/s2/b')" \
+		"split framessplit frames
+70000
+70000"
+	rmsb "$id"
+}
+
 # nfds: the daemon's open fds; spools: of them, files of no name (a spool)
 nfds() { ls "/proc/$DPID/fd" | wc -l; }
 spools() { ls -l "/proc/$DPID/fd" | grep -c ' (deleted)$'; }
@@ -711,6 +782,141 @@ t_archive_streamed_client_gone() {
 		fail "a copy after them: $(cat "$T/e")"
 	expect_eq "its file" "$(sh_in "$id" 'cat /tmp/ok/f')" fine
 	rmsb "$id"
+}
+
+# An archive still arriving holds no worker: it held one from its 101 to
+# its answer, and four clients that sent a byte now and then (two TCP
+# peers, two each, as easily) held all the daemon's workers, every diff,
+# export, snapshot and archive in or out a 503 for as long as they liked.
+# Four held open here; an archive PUT and one read out are served beside
+# them, and each of the four unpacks once its client ends it.
+t_archive_streamed_holds_no_worker() {
+	local id i pids=() w ws=() code rc
+	id=$(mksb)
+	mktar "$T/ok.tar" "f:file:fine"
+	for i in $(seq 200); do [ "$(spools)" = 0 ] && break; sleep 0.05; done
+	for i in 1 2 3 4; do
+		mkfifo "$T/in.$i"
+		"$CORRAL" cp --socket "$SOCK" - "$id":/tmp/w$i/ < "$T/in.$i" > /dev/null 2> "$T/w$i.err" &
+		pids+=($!)
+		exec {w}> "$T/in.$i"
+		ws+=("$w")
+		cat "$T/ok.tar" >&"$w" || fail "cp $i: $(cat "$T/w$i.err")"
+	done
+	for i in $(seq 200); do [ "$(spools)" -ge 4 ] && break; sleep 0.05; done
+	expect_eq "the four spooling" "$(spools)" 4
+	code=$(api PUT "/v1/sandboxes/$id/archive?path=/tmp/beside" --data-binary @"$T/ok.tar")
+	expect_code "an archive in beside them" "$code" 201
+	code=$(api GET "/v1/sandboxes/$id/archive?path=/tmp/beside")
+	expect_code "an archive out beside them" "$code" 200
+	for w in "${ws[@]}"; do exec {w}>&-; done
+	i=0
+	for w in "${pids[@]}"; do
+		i=$((i + 1))
+		rc=0; wait "$w" || rc=$?
+		expect_eq "cp $i: exit" "$rc" 0 || fail "$(cat "$T/w$i.err")"
+	done
+	expect_eq "theirs" "$(sh_in "$id" 'cat /tmp/w1/f /tmp/w2/f /tmp/w3/f /tmp/w4/f /tmp/beside/f')" \
+		finefinefinefinefine
+	rmsb "$id"
+}
+
+# Spools fill the state directory's disk no further than a reserve (64
+# MiB): filled, the audit log lost every sandbox's events until the spools
+# were gone.  A daemon whose state is on a tmpfs of 100 MiB (this test's
+# own mount namespace, gone with it) refuses a 48 MiB archive (a 507 that
+# says why) and takes a small one.
+t_archive_streamed_state_disk_reserve() {
+	[ "$(id -u)" = 0 ] || { skip "mounting a small tmpfs needs root"; return 77; }
+	mkdir "$T/small"
+	head -c $((48 << 20)) /dev/urandom > "$T/blob"
+	tar -C "$T" -cf "$T/big.tar" blob
+	mktar "$T/ok.tar" "f:file:fine"
+	unshare -m --propagation private /bin/bash -c '
+		mount -t tmpfs -o size=100m,mode=0700 tmpfs "$1" || exit 99
+		"$2" serve --socket "$1/s" --state-dir "$1/state" > "$3/small.log" 2>&1 < /dev/null &
+		d=$!
+		for _ in $(seq 200); do [ -S "$1/s" ] && break; sleep 0.05; done
+		id=$("$2" create --socket "$1/s")
+		for k in big ok; do
+			rc=0
+			timeout 60 "$2" cp --json --socket "$1/s" - "$id:/tmp/$k/" < "$3/$k.tar" \
+				> "$3/$k.out" 2> "$3/$k.err" || rc=$?
+			echo "$rc" > "$3/$k.rc"
+		done
+		"$2" exec --socket "$1/s" "$id" -- cat /tmp/ok/f > "$3/ok.cat" 2>&1
+		"$2" rm --socket "$1/s" "$id" > /dev/null 2>&1
+		kill -TERM "$d"
+		wait "$d"' _ "$T/small" "$CORRAL" "$T"
+	[ $? != 99 ] || { skip "no tmpfs"; return 77; }
+	expect_eq "48 MiB: exit" "$(cat "$T/big.rc"):$(jq 'v["error"]' "$T/big.out")" "125:no_space" ||
+		fail "$(cat "$T/big.out" "$T/big.err" "$T/small.log")"
+	expect_contains "48 MiB: said" "$(cat "$T/big.err")" "an archive's spool leaves it 67108864"
+	expect_eq "a small one: exit" "$(cat "$T/ok.rc")" 0 || fail "$(cat "$T/ok.err")"
+	expect_eq "a small one: its file" "$(cat "$T/ok.cat")" fine
+}
+
+# The TCP peers' spools leave the unix socket's clients one: two peers
+# (127.0.0.2 and .3, two uploads each, a peer's most) held every worker
+# with a byte now and then before; now they hold 3 of the 4 spools, the
+# fourth peer upload is a 503, and a local copy goes through beside them.
+t_archive_streamed_tcp_share() {
+	local port sock=$T/tcp.sock i id rc
+	port=$(free_port)
+	head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$T/tok"
+	chmod 600 "$T/tok"
+	"$CORRAL" serve --socket "$sock" --state-dir "$T/tcp-state" --listen "127.0.0.1:$port" \
+		--token-file "$T/tok" > "$T/tcp.log" 2>&1 < /dev/null &
+	TCPD=$!
+	PEERS=""
+	# run_test runs this in a subshell: its trap ends what it started
+	trap 'kill $PEERS 2>/dev/null || :; kill -TERM $TCPD 2>/dev/null || :; wait 2>/dev/null || :' EXIT
+	for i in $(seq 200); do [ -S "$sock" ] && break; sleep 0.05; done
+	[ -S "$sock" ] || { fail "no daemon: $(cat "$T/tcp.log")"; return 1; }
+	mkfifo "$T/peers.go"
+	$PY - "$port" "$T/tok" "$T/peers.go" > "$T/peers" 2> "$T/peers.err" <<'EOF' &
+import json, socket, struct, sys
+port, tok = int(sys.argv[1]), open(sys.argv[2]).read().strip()
+def talk(src, head):
+    s = socket.create_connection(("127.0.0.1", port), timeout=60, source_address=(src, 0))
+    s.sendall(head.encode())
+    got = b""
+    while b"\r\n\r\n" not in got:
+        b = s.recv(4096)
+        if not b:
+            break
+        got += b
+    return s, got
+held = []
+for src in ("127.0.0.2", "127.0.0.3"):
+    s, got = talk(src, "POST /v1/sandboxes HTTP/1.1\r\nHost: c\r\nAuthorization: Bearer %s\r\n"
+                  "Content-Length: 2\r\nConnection: close\r\n\r\n{}" % tok)
+    while True:
+        b = s.recv(65536)
+        if not b:
+            break
+        got += b
+    sid = json.loads(got.split(b"\r\n\r\n", 1)[1])["id"]
+    for i in range(2):
+        s, got = talk(src, "PUT /v1/sandboxes/%s/archive?path=/tmp/p%d HTTP/1.1\r\nHost: c\r\n"
+                      "Authorization: Bearer %s\r\nConnection: Upgrade\r\nUpgrade: corral-tar\r\n"
+                      "Content-Length: 0\r\n\r\n" % (sid, i, tok))
+        print(got.split(b" ")[1].decode(), flush=True)
+        s.sendall(struct.pack(">I", 100) + b"x")
+        held.append(s)
+open(sys.argv[3]).read()	# until the test has copied beside them
+EOF
+	PEERS=$!
+	for i in $(seq 200); do [ "$(wc -l < "$T/peers")" -ge 4 ] && break; sleep 0.05; done
+	expect_eq "the peers' uploads" "$(tr '\n' ' ' < "$T/peers")" "101 101 101 503 " ||
+		fail "$(cat "$T/peers.err")"
+	id=$("$CORRAL" create --socket "$sock")
+	mktar "$T/ok.tar" "f:file:fine"
+	rc=0; timeout 20 "$CORRAL" cp --socket "$sock" - "$id":/tmp/ok/ < "$T/ok.tar" > /dev/null 2> "$T/e" || rc=$?
+	echo > "$T/peers.go"
+	wait "$PEERS"
+	PEERS=""
+	expect_eq "a local copy beside them: exit" "$rc" 0 || fail "$(cat "$T/e")"
 }
 
 # ---- processes ---------------------------------------------------------------

@@ -286,6 +286,8 @@ bool untar_stream_asked(struct evhttp_request *req);
 bool api_has_token(const char *value, const char *token);
 void untar_stream_start(struct sandbox *sb, struct evhttp_request *req,
 			const char *path);
+/* A worker was given back: an archive that waits for one is told. */
+void untar_stream_room(struct daemon *d);
 /* A file of the state directory that has no name (-1, errno: none). */
 int spool_open(struct daemon *d);
 /*
@@ -336,6 +338,14 @@ bool builds_room(struct daemon *d, struct sandbox *sb, bool build, struct api_fa
 /* An unpack's or snapshot's worker starts for sb, counted; and ends. */
 void worker_own(struct daemon *d, struct worker_owner *w, const struct sandbox *sb);
 void worker_disown(struct daemon *d, struct worker_owner *w);
+/*
+ * Counted for sb's owner (builds_room), with no worker yet: a streamed
+ * archive while it arrives.  worker_take starts its worker if the daemon
+ * has one free (false: none), worker_release gives it back, still counted.
+ */
+void worker_hold(struct daemon *d, struct worker_owner *w, const struct sandbox *sb);
+bool worker_take(struct daemon *d, struct worker_owner *w);
+void worker_release(struct daemon *d, struct worker_owner *w);
 /* The diff (path, or NULL) or the export (x) of sb, answered to req. */
 void build_start(struct sandbox *sb, struct evhttp_request *req, enum build_kind kind,
 		 const char *path, const struct corral_box_export_opts *x);

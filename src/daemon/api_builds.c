@@ -75,6 +75,7 @@ static void build_free(struct build *b)
 		corral_box_job_cancel(b->job);
 		corral_box_work_cancel(b->work);
 		b->d->nworkers--;
+		untar_stream_room(b->d);
 	}
 	if (b->ev_closed)
 		event_free(b->ev_closed);
@@ -285,6 +286,7 @@ static void build_done(void *arg, int r, const char *report, const struct corral
 	b->work = NULL;
 	b->sb = NULL;
 	b->d->nworkers--;
+	untar_stream_room(b->d);
 	if (b->ev_closed)
 		event_free(b->ev_closed);
 	b->ev_closed = NULL;
@@ -387,19 +389,45 @@ static void owner_key(const struct sandbox *sb, char *buf, size_t len)
 		snprintf(buf, len, "local");
 }
 
-void worker_own(struct daemon *d, struct worker_owner *w, const struct sandbox *sb)
+void worker_hold(struct daemon *d, struct worker_owner *w, const struct sandbox *sb)
 {
 	owner_key(sb, w->key, sizeof(w->key));
+	w->idle = true;
 	w->prev = NULL;
 	w->next = d->owned;
 	if (w->next)
 		w->next->prev = w;
 	d->owned = w;
+}
+
+bool worker_take(struct daemon *d, struct worker_owner *w)
+{
+	if (!w->idle || d->nworkers >= BUILDS_MAX)
+		return !w->idle;
+	w->idle = false;
+	d->nworkers++;
+	return true;
+}
+
+void worker_release(struct daemon *d, struct worker_owner *w)
+{
+	if (w->idle)
+		return;
+	w->idle = true;
+	d->nworkers--;
+	untar_stream_room(d);
+}
+
+void worker_own(struct daemon *d, struct worker_owner *w, const struct sandbox *sb)
+{
+	worker_hold(d, w, sb);
+	w->idle = false;
 	d->nworkers++;
 }
 
 void worker_disown(struct daemon *d, struct worker_owner *w)
 {
+	worker_release(d, w);
 	if (w->prev)
 		w->prev->next = w->next;
 	else
@@ -407,7 +435,6 @@ void worker_disown(struct daemon *d, struct worker_owner *w)
 	if (w->next)
 		w->next->prev = w->prev;
 	w->next = w->prev = NULL;
-	d->nworkers--;
 }
 
 /* A walk of the sandbox's tree for a client: beside a diff of it. */

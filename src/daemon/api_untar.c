@@ -19,10 +19,17 @@
  * api_tty.c does, the handler takes the connection's bufferevent after the
  * 101, and frees the connection when done, which tells the gate.
  *
- * The upload holds one of the daemon's workers (builds_room) from the 101
- * to its answer, as the PUT's unpack did; the spool is at most
- * API_FILE_MAX, as the PUT's body; a client that sends nothing for
- * UPLOAD_IDLE_S is closed, its worker freed.
+ * The upload counts for its sandbox's owner (builds_room) from the 101 to
+ * its answer, and holds one of the daemon's workers only while the worker
+ * unpacks, as the PUT's unpack did: whole, it waits for one.  Held from
+ * the 101, a worker was the client's for as long as it took to send: two
+ * TCP peers that each sent a byte every 20 s into two uploads held all
+ * BUILDS_MAX workers, and every diff, export, snapshot and archive of every
+ * other client, the unix socket's too, was a 503 for as long as they
+ * liked.  What arriving takes is a spool of the state directory's disk:
+ * at most UPLOAD_SPOOLS of them at once, TCP peers' UPLOAD_SPOOLS_TCP, and
+ * each at most API_FILE_MAX, as the PUT's body; a client that sends
+ * nothing for UPLOAD_IDLE_S is closed, its spool freed.
  */
 #include "api.h"
 
@@ -36,6 +43,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #define UPLOAD_FRAME_HEAD	4
@@ -43,10 +51,23 @@
 #define UPLOAD_READ_AHEAD	(256 * 1024)	/* read, not yet spooled */
 #define UPLOAD_IDLE_S		30
 #define UPLOAD_LINGER_MS	2000		/* the client's close awaited */
+/* arriving or whole at once: the state dir's disk they take as before, when each held a worker */
+#define UPLOAD_SPOOLS		BUILDS_MAX
+/*
+ * What a spool leaves free of the state directory's disk: the audit log's
+ * lines (a write that fails loses them, counted), the sandboxes' state.
+ */
+#define UPLOAD_DISK_RESERVE	(64ull << 20)
+#define UPLOAD_SPOOLS_TCP	(UPLOAD_SPOOLS * 3 / 4)	/* of them, TCP peers' */
 
 struct upload {
+	struct upload *next;			/* the daemon's, oldest first */
 	struct worker_owner owner;
-	bool owned;				/* owner counted (worker_own) */
+	bool owned;				/* owner counted (worker_hold) */
+	bool tcp;				/* a TCP peer's sandbox's */
+	bool waiting;				/* whole, for a worker */
+	struct event *ev_start;			/* a worker was given back */
+	struct event *ev_gone;			/* the client's end, once whole */
 	struct daemon *d;
 	struct evhttp_connection *evcon;	/* NULL once closed */
 	struct bufferevent *bev;
@@ -60,16 +81,31 @@ struct upload {
 	char path[4096];
 };
 
+static void upload_unlink(struct upload *u)
+{
+	for (struct upload **p = &u->d->uploads; *p; p = &(*p)->next)
+		if (*p == u) {
+			*p = u->next;
+			break;
+		}
+	u->next = NULL;
+}
+
 static void upload_maybe_free(struct upload *u)
 {
 	if (u->evcon || u->job)
 		return;
+	upload_unlink(u);
 	if (u->owned)
 		worker_disown(u->d, &u->owner);
 	if (u->spool >= 0)
 		close(u->spool);
 	if (u->ev_close)
 		event_free(u->ev_close);
+	if (u->ev_start)
+		event_free(u->ev_start);
+	if (u->ev_gone)
+		event_free(u->ev_gone);
 	free(u);
 }
 
@@ -108,6 +144,9 @@ static void upload_answer(struct upload *u, json_t *o)
 		close(u->spool);
 		u->spool = -1;
 	}
+	u->waiting = false;
+	if (u->ev_gone)
+		event_del(u->ev_gone);
 	if (u->answered || !u->bev) {
 		free(text);
 		return;
@@ -153,6 +192,7 @@ static void unpacked(void *arg, int r, const struct corral_untar *st,
 	struct upload *u = arg;
 
 	u->job = NULL;	/* the spool is closed with the answer */
+	worker_release(u->d, &u->owner);
 	if (r < 0)
 		upload_fail_err(u, err);
 	else
@@ -164,23 +204,99 @@ static void unpacked(void *arg, int r, const struct corral_untar *st,
 		upload_maybe_free(u);
 }
 
-/* The end frame: the sandbox found again (it may be gone), its worker started. */
-static void upload_unpack(struct upload *u)
+/*
+ * The archive whole: the sandbox found again (it may be gone), its worker
+ * started, or the upload waits for one (untar_stream_room).
+ */
+static void upload_start(struct upload *u)
 {
 	struct sandbox *sb = sandbox_find(u->d, u->id);
 	struct corral_err err = { 0 };
 
-	u->ended = true;
-	/* no more frames: what else the client sends waits unread */
-	bufferevent_disable(u->bev, EV_READ);
+	u->waiting = false;
 	if (!sb) {
 		upload_fail(u, 410, "gone", "the sandbox %s was destroyed while its "
 			    "archive came", u->id);
 		return;
 	}
+	if (!worker_take(u->d, &u->owner)) {
+		u->waiting = true;
+		return;
+	}
 	if (corral_box_untar_fd_start(sb->box, u->path, u->spool, unpacked, u,
-				      &u->job, &err) < 0)
+				      &u->job, &err) < 0) {
+		worker_release(u->d, &u->owner);
 		upload_fail_err(u, &err);
+	}
+}
+
+static void on_client_gone(evutil_socket_t fd, short what, void *arg);
+
+/* The end frame. */
+static void upload_unpack(struct upload *u)
+{
+	int fd = bufferevent_getfd(u->bev);
+
+	u->ended = true;
+	/*
+	 * No more frames: what else the client sends waits unread, and its
+	 * close is heard of as a PUT's is (watch_closed): the unpack, or the
+	 * wait for a worker, stops.
+	 */
+	bufferevent_disable(u->bev, EV_READ);
+	if (fd >= 0 && (u->ev_gone = event_new(u->d->base, fd, EV_CLOSED,
+					       on_client_gone, u)) &&
+	    event_add(u->ev_gone, NULL) < 0) {
+		event_free(u->ev_gone);
+		u->ev_gone = NULL;
+	}
+	upload_start(u);
+}
+
+/* A worker was given back: the oldest upload that waits for one tries. */
+void untar_stream_room(struct daemon *d)
+{
+	for (struct upload *u = d->uploads; u; u = u->next)
+		if (u->waiting) {
+			event_active(u->ev_start, 0, 0);
+			return;
+		}
+}
+
+static void on_start(evutil_socket_t fd, short what, void *arg)
+{
+	struct upload *u = arg;
+
+	(void)fd;
+	(void)what;
+	if (!u->waiting || !u->bev)
+		return;
+	upload_start(u);
+	/* started (or answered): the next one, if there is room for it too */
+	if (!u->waiting)
+		untar_stream_room(u->d);
+}
+
+/*
+ * Whether n more bytes leave the state directory's disk its reserve; else
+ * the upload is refused (a 507).  A client's spools filled it, and then
+ * the audit log lost every sandbox's events until they were gone.
+ */
+static bool spool_fits(struct upload *u, size_t n)
+{
+	struct statvfs sv;
+	uint64_t free_bytes;
+
+	if (fstatvfs(u->spool, &sv) < 0)
+		return true;	/* not told: the write says */
+	free_bytes = (uint64_t)sv.f_bavail * sv.f_frsize;
+	if (free_bytes >= n + UPLOAD_DISK_RESERVE)
+		return true;
+	upload_fail(u, 507, "no_space", "the state directory's disk has %llu bytes "
+		    "free: an archive's spool leaves it %llu (the audit log's, "
+		    "the sandboxes' state)", (unsigned long long)free_bytes,
+		    UPLOAD_DISK_RESERVE);
+	return false;
 }
 
 /* Frames out of the input: the spool takes their bytes. */
@@ -211,6 +327,14 @@ static void on_client_read(struct bufferevent *bev, void *arg)
 			u->in_frame = true;
 		}
 		n = evbuffer_get_length(in);
+		/*
+		 * A head whose bytes came alone: its data is awaited.  Written
+		 * as a write of 0 bytes, it failed the upload with the errno
+		 * of the socket's last read (a 409, "Resource temporarily
+		 * unavailable"), whenever a read ended right after a head.
+		 */
+		if (!n)
+			return;
 		if (n > u->left)
 			n = u->left;
 		if (u->len + n > API_FILE_MAX) {
@@ -218,6 +342,8 @@ static void on_client_read(struct bufferevent *bev, void *arg)
 				    "the limit", API_FILE_MAX);
 			return;
 		}
+		if (!spool_fits(u, n))
+			return;
 		k = evbuffer_write_atmost(in, u->spool, (ev_ssize_t)n);
 		if (k <= 0) {
 			struct corral_err err = { 0 };
@@ -257,7 +383,13 @@ static void on_client_write(struct bufferevent *bev, void *arg)
 	bufferevent_disable(bev, EV_WRITE);
 	bufferevent_enable(bev, EV_READ);
 	on_linger_read(bev, u);
-	/* a plain socket is shut for writing; a TLS one's end is its close */
+	/*
+	 * Shut for writing, so that a client reading to the end sees it now.
+	 * The TLS listener's bufferevent is its socket's own (no underlying
+	 * one), so it is shut too: no close_notify goes out, here or at the
+	 * close (libevent 2.1 frees an SSL without SSL_shutdown), and a strict
+	 * TLS client reads an unexpected EOF after the answer.
+	 */
 	if ((!bufferevent_get_underlying(bev) && (fd < 0 || shutdown(fd, SHUT_WR) < 0)) ||
 	    event_add(u->ev_close, &tv) < 0)
 		upload_close(u);
@@ -275,6 +407,12 @@ static void on_client_event(struct bufferevent *bev, short what, void *arg)
 	upload_close(u);
 }
 
+static void on_client_gone(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	on_client_event(NULL, what, arg);
+}
+
 /* The connection is being freed (by us, by the client's end, at shutdown). */
 static void upload_conn_closed(struct evhttp_connection *evcon, void *arg)
 {
@@ -289,6 +427,31 @@ static void upload_conn_closed(struct evhttp_connection *evcon, void *arg)
 		return;
 	}
 	upload_maybe_free(u);
+}
+
+/*
+ * Whether one more spool may be taken (TCP peers' in a share of their own,
+ * so that they leave the unix socket's clients room); f says why not.
+ */
+static bool spool_room(struct daemon *d, bool tcp, struct api_fault *f)
+{
+	int all = 0, peers = 0;
+
+	/* an answered one's spool is closed, its connection not yet */
+	for (struct upload *u = d->uploads; u; u = u->next) {
+		all += u->spool >= 0;
+		peers += u->spool >= 0 && u->tcp;
+	}
+	if (all >= UPLOAD_SPOOLS)
+		return api_fault(f, 503, "busy", "%d archives are being streamed in, "
+				 "or wait to be unpacked, the daemon's limit: try "
+				 "again when one is done", all);
+	if (tcp && peers >= UPLOAD_SPOOLS_TCP)
+		return api_fault(f, 503, "busy", "%d archives of TCP peers' sandboxes "
+				 "are being streamed in, or wait to be unpacked, the "
+				 "most TCP peers may have: try again when one is done",
+				 peers);
+	return true;
 }
 
 /* "Connection: Upgrade" and "Upgrade: corral-tar" (tokens, any case). */
@@ -311,10 +474,15 @@ void untar_stream_start(struct sandbox *sb, struct evhttp_request *req,
 	struct evhttp_connection *evcon = evhttp_request_get_connection(req);
 	struct bufferevent *bev = evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
 	struct timeval idle = { UPLOAD_IDLE_S, 0 };
+	struct api_fault f;
 	struct upload *u;
 
 	if (!bev) {
 		reply_error(req, 500, "internal", "the connection has no bufferevent");
+		return;
+	}
+	if (!spool_room(sb->d, sb->peer[0] != '\0', &f)) {
+		reply_busy(req, &f);
 		return;
 	}
 	if (evbuffer_get_length(evhttp_request_get_input_buffer(req))) {
@@ -323,7 +491,10 @@ void untar_stream_start(struct sandbox *sb, struct evhttp_request *req,
 		return;
 	}
 	u = calloc(1, sizeof(*u));
-	if (!u || !(u->ev_close = event_new(sb->d->base, -1, 0, on_close, u))) {
+	if (!u || !(u->ev_close = event_new(sb->d->base, -1, 0, on_close, u)) ||
+	    !(u->ev_start = event_new(sb->d->base, -1, 0, on_start, u))) {
+		if (u && u->ev_close)
+			event_free(u->ev_close);
 		free(u);
 		reply_error(req, 500, "internal", "out of memory for an archive's upload");
 		return;
@@ -344,8 +515,15 @@ void untar_stream_start(struct sandbox *sb, struct evhttp_request *req,
 	u->bev = bev;
 	snprintf(u->id, sizeof(u->id), "%s", sb->id);
 	snprintf(u->path, sizeof(u->path), "%s", path);
-	worker_own(sb->d, &u->owner, sb);
+	u->tcp = sb->peer[0] != '\0';
+	worker_hold(sb->d, &u->owner, sb);
 	u->owned = true;
+	/* the daemon's list, at its end: the oldest waits first */
+	for (struct upload **p = &sb->d->uploads;; p = &(*p)->next)
+		if (!*p) {
+			*p = u;
+			break;
+		}
 	/* from here the connection is ours: no HTTP, no gate */
 	api_gate_upgrade(sb->d, evcon);
 	api_set_closecb(sb->d, req, upload_conn_closed, u);

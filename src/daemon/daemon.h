@@ -185,6 +185,7 @@ struct follower {
 struct gate;
 struct events_reader;
 struct build;
+struct upload;
 
 /*
  * A worker other than a build's (an archive's unpack, a snapshot's copy)
@@ -194,6 +195,7 @@ struct build;
 struct worker_owner {
 	struct worker_owner *next, *prev;
 	char key[DAEMON_PEER_KEY_MAX + 8];	/* "": the unix socket's, not bounded */
+	bool idle;		/* counted for its owner, no worker (worker_hold) */
 };
 
 struct daemon {
@@ -237,6 +239,7 @@ struct daemon {
 	struct lease *leases;		/* open (api_leases.c) */
 	struct build *builds;		/* answers made off the loop (api_builds.c) */
 	struct worker_owner *owned;	/* unpacks' and snapshots' workers running */
+	struct upload *uploads;		/* archives streamed in (api_untar.c) */
 	size_t nworkers;		/* all workers running: builds', unpacks', snapshots' */
 	size_t nleases;
 	uint64_t lease_serial;		/* the last lease's (lease_serial()) */

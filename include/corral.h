@@ -1793,6 +1793,12 @@ void corral_tls_server_check_hello(struct corral_tls_server *s,
  */
 CORRAL_PUBLIC
 struct bufferevent *corral_tls_server_bev(struct corral_tls_server *s, struct event_base *base);
+/*
+ * The end of what the daemon says on bev, its output written: a
+ * close_notify where bev is one of corral_tls_server_bev's (then true),
+ * before the caller's shutdown(SHUT_WR) of its socket.  NULL s: false.
+ */
+bool corral_tls_server_end(struct corral_tls_server *s, struct bufferevent *bev);
 CORRAL_PUBLIC
 void corral_tls_server_free(struct corral_tls_server *s);
 

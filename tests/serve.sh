@@ -4664,6 +4664,63 @@ EOF2
 	stop_daemon
 }
 
+# An archive streamed in over https ends with a close_notify before its
+# FIN: the daemon shut its socket bare, and a strict client (OpenSSL 3
+# without SSL_OP_IGNORE_UNEXPECTED_EOF, which Debian's Python sets and
+# others do not) read the end of the answer as "EOF occurred in violation
+# of protocol", a truncation it cannot tell from an attacker's.
+t_tcp_tls_upload_ends_with_close_notify() {
+	front_test
+	local port token id
+	start_tls_daemon || return 1
+	id=$(mksb) || return 1
+	$PY - "$port" "$T/cert.pem" "$T/token" "$id" > "$T/out" 2>&1 <<'EOF2' ||
+import io, json, socket, ssl, struct, sys, tarfile
+port, ca, token, sb = int(sys.argv[1]), sys.argv[2], open(sys.argv[3]).read(), sys.argv[4]
+buf = io.BytesIO()
+with tarfile.open(fileobj=buf, mode="w") as t:
+    data = b"over tls\n"
+    i = tarfile.TarInfo("f")
+    i.size = len(data)
+    t.addfile(i, io.BytesIO(data))
+tar = buf.getvalue()
+ctx = ssl.create_default_context(cafile=ca)
+ctx.options &= ~ssl.OP_IGNORE_UNEXPECTED_EOF	# Debian's Python sets it
+s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=20),
+                    server_hostname="localhost", suppress_ragged_eofs=False)
+s.sendall(("PUT /v1/sandboxes/%s/archive?path=/tmp/tlsin HTTP/1.1\r\nHost: c\r\n"
+           "Authorization: Bearer %s\r\nConnection: Upgrade\r\n"
+           "Upgrade: corral-tar\r\nContent-Length: 0\r\n\r\n" % (sb, token)).encode())
+got = b""
+while b"\r\n\r\n" not in got:
+    b = s.recv(4096)
+    if not b:
+        sys.exit("no 101: %r" % got)
+    got += b
+if not got.startswith(b"HTTP/1.1 101 "):
+    sys.exit("no 101: %r" % got)
+s.sendall(struct.pack(">I", len(tar)) + tar + bytes(4))
+answer = got.split(b"\r\n\r\n", 1)[1]
+while not answer.endswith(b"\n"):
+    b = s.recv(65536)
+    if not b:
+        sys.exit("no whole answer: %r" % answer)
+    answer += b
+print(json.loads(answer)["status"])
+# the end: b"" after a close_notify; a bare FIN raises
+try:
+    b = s.recv(65536)
+except ssl.SSLError as e:
+    sys.exit("after %r, no close_notify: %s" % (answer, e))
+if b:
+    sys.exit("after the answer: %r" % b)
+EOF2
+		fail "the upload's end over https: $(tail -3 "$T/out")"
+	expect_eq "its answer" "$(< "$T/out")" 201
+	expect_eq "unpacked" "$(sbsh "$id" 'cat /tmp/tlsin/f')" "over tls"
+	stop_daemon
+}
+
 # A file the sandbox truncates while it is sent over https: the daemon
 # lives, and the body is the bytes it read.  The body was a mapping of the
 # file, and TLS's copy of a page past the new end was a SIGBUS that ended

@@ -108,10 +108,10 @@ static void session_close(struct tty_session *s)
  * does (TTY_LINGER_MS at most), what it still sends is read and dropped:
  * a ^D it typed as the command ended.  Closed with those bytes unread,
  * the connection was reset, and over TCP what the kernel had not yet sent
- * of the last frames was thrown away with it.  A plain socket is shut
- * for writing, so that a client that waits for the end sees it now; a
- * TLS one is not (its end is a close_notify, which a shutdown would cut
- * short), and waits for its client or the timer.
+ * of the last frames was thrown away with it.  The socket is shut for
+ * writing, so that a client that waits for the end sees it now; over TLS
+ * after a close_notify (libevent sends none: a strict client read the
+ * bare FIN as an unexpected EOF).
  */
 static void session_linger(struct tty_session *s)
 {
@@ -126,6 +126,7 @@ static void session_linger(struct tty_session *s)
 	bufferevent_disable(s->bev, EV_WRITE);
 	bufferevent_enable(s->bev, EV_READ);
 	fd = bufferevent_getfd(s->bev);
+	corral_tls_server_end(s->d->tls, s->bev);
 	if (!bufferevent_get_underlying(s->bev) && fd >= 0 &&
 	    shutdown(fd, SHUT_WR) < 0) {
 		session_close(s);	/* the client is gone already */

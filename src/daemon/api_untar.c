@@ -384,12 +384,12 @@ static void on_client_write(struct bufferevent *bev, void *arg)
 	bufferevent_enable(bev, EV_READ);
 	on_linger_read(bev, u);
 	/*
-	 * Shut for writing, so that a client reading to the end sees it now.
-	 * The TLS listener's bufferevent is its socket's own (no underlying
-	 * one), so it is shut too: no close_notify goes out, here or at the
-	 * close (libevent 2.1 frees an SSL without SSL_shutdown), and a strict
-	 * TLS client reads an unexpected EOF after the answer.
+	 * Shut for writing, so that a client reading to the end sees it now;
+	 * over TLS after a close_notify (libevent 2.1 sends none, here or at
+	 * the close, and a strict client read an unexpected EOF after the
+	 * answer).  The TLS listener's bufferevent is its socket's own.
 	 */
+	corral_tls_server_end(u->d->tls, bev);
 	if ((!bufferevent_get_underlying(bev) && (fd < 0 || shutdown(fd, SHUT_WR) < 0)) ||
 	    event_add(u->ev_close, &tv) < 0)
 		upload_close(u);

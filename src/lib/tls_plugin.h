@@ -29,7 +29,7 @@
 /* the one symbol the plugin exports: a const struct tls_ops */
 #define TLS_PLUGIN_SYMBOL	"corral_tls_ops"
 /* bumped when struct tls_ops changes: a plugin of another build is refused */
-#define TLS_PLUGIN_ABI		6
+#define TLS_PLUGIN_ABI		7
 
 struct bufferevent;
 struct event_base;
@@ -118,6 +118,12 @@ struct tls_ops {
 	 * is what the client sent, decrypted.
 	 */
 	struct bufferevent *(*listener_bev)(struct tls_listener *l, struct event_base *base);
+	/*
+	 * The end of what the daemon says on bev, one of listener_bev's with
+	 * its output written: a close_notify, sent now (the TLS its plain
+	 * socket's shutdown(SHUT_WR) is).  false: bev is none of them.
+	 */
+	bool (*listener_end)(struct bufferevent *bev);
 	void (*listener_free)(struct tls_listener *l);
 	/*
 	 * In a fork that will never use TLS (corral_forget): zero all that

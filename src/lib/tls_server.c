@@ -151,6 +151,11 @@ struct bufferevent *corral_tls_server_bev(struct corral_tls_server *s, struct ev
 	return s->ops->listener_bev(s->l, base);
 }
 
+bool corral_tls_server_end(struct corral_tls_server *s, struct bufferevent *bev)
+{
+	return s && s->ops->listener_end(bev);
+}
+
 void corral_tls_server_free(struct corral_tls_server *s)
 {
 	if (!s)

@@ -257,6 +257,26 @@ struct bufferevent *tls_listener_bev(struct tls_listener *l, struct event_base *
 	return bev;
 }
 
+/*
+ * libevent never sends a close_notify: a connection's end was a bare FIN,
+ * which a strict client (Python's ssl without suppress_ragged_eofs,
+ * OpenSSL 3 without SSL_OP_IGNORE_UNEXPECTED_EOF) reads as an error, or
+ * as a truncation attack, after an upgraded stream whose end is its
+ * close (an archive's answer, exec -t's last frame).  Written straight
+ * to the socket: the bufferevent's output is empty by then.  The client
+ * may still send; SSL_read goes on taking it.
+ */
+bool tls_listener_end(struct bufferevent *bev)
+{
+	SSL *ssl = bufferevent_openssl_get_ssl(bev);
+
+	if (!ssl)
+		return false;
+	if (SSL_shutdown(ssl) < 0)
+		ERR_clear_error();	/* its socket full or gone: the FIN ends it */
+	return true;
+}
+
 void tls_listener_free(struct tls_listener *l)
 {
 	if (!l)

@@ -95,6 +95,7 @@ const struct tls_ops corral_tls_ops = {
 	.client_error = client_error,
 	.listener_new = tls_listener_new,
 	.listener_bev = tls_listener_bev,
+	.listener_end = tls_listener_end,
 	.listener_free = tls_listener_free,
 	.forget = tls_memory_forget,
 	.unshared = tls_memory_unshared,

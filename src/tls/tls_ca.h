@@ -30,6 +30,7 @@ int tls_secure_heap(char *why, size_t whylen);
 struct tls_listener *tls_listener_new(const struct tls_listener_files *f,
 				      char *why, size_t whylen);
 struct bufferevent *tls_listener_bev(struct tls_listener *l, struct event_base *base);
+bool tls_listener_end(struct bufferevent *bev);
 void tls_listener_free(struct tls_listener *l);
 /* plugin.c: the table corral looks up (TLS_PLUGIN_SYMBOL) */
 extern const struct tls_ops corral_tls_ops;

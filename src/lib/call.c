@@ -529,8 +529,11 @@ static void background_hits_all(struct corral_box *b, struct corral_call *ending
 			background_hits(b, c->cg, c->tool_call, &c->seen_oom,
 					&c->seen_pids, ending);
 	for (size_t i = 0; i < n; i++)
-		background_hits(b, batch[i]->cg, batch[i]->tool_call,
-				&batch[i]->seen_oom, &batch[i]->seen_pids, ending);
+		/* read by the sweep as it began its removal; refused, read again */
+		if (!batch[i]->rm)
+			background_hits(b, batch[i]->cg, batch[i]->tool_call,
+					&batch[i]->seen_oom, &batch[i]->seen_pids,
+					ending);
 }
 
 /*
@@ -588,6 +591,13 @@ void call_finish(struct corral_call *c)
 		res->output_order = json_dumps(c->order, JSON_COMPACT);
 	/* what the result reports: the box's hits since the start, the call's own */
 	cg_stats_some(b->cg, CG_ST_HITS | CG_ST_TCP, &bst);
+	/*
+	 * Kept from this read on where on_start_due did not keep them (a
+	 * call that ended first: a quick one, as a rule): the sweep reads
+	 * its OOM and fork counters once more (background_hits), with a
+	 * pread each then, not an open, a read and a close (issue 17).
+	 */
+	cg_keep_counters(c->cg, 0);
 	if (cg_stats_some(c->cg, CALL_COUNTERS, &st) == 0 && st.valid) {
 		res->cpu_ms = st.cpu_ns / 1000000;
 		res->max_rss_kb = st.mem_peak / 1024;

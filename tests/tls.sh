@@ -2076,6 +2076,85 @@ t_srt_keeps_what_a_home_runs() {
 	expect_eq "nothing left" "$(cd "$T/home" && find . | sort)" "$before"
 }
 
+# A write path in the home that holds what it keeps (~/.config, ~/.claude),
+# or one that holds the home (its parent, as "/home"), keeps it as the
+# home itself does.  Before, only a write path that was the home kept
+# them: with allowWrite "~/.config" the sandbox wrote ~/.config/git/config,
+# whose core.fsmonitor the host's next git status ran; with "~/.claude"
+# ~/.claude/settings.json and commands/; with the home's parent ~/.bashrc.
+t_srt_keeps_what_a_home_runs_around_it() {
+	command -v git > /dev/null || { skip "no git"; return 77; }
+	local h=$T/users/me w rc before
+	mkdir -p "$h/.config" "$h/.claude" "$T/proj" || return 1
+	git init -q "$h/repo" || return 1
+	chmod -R a+rwX "$T/users"
+	# what the host's git status writes, written before the tree is taken
+	(cd "$h/repo" && HOME=$h GIT_CONFIG_NOSYSTEM=1 timeout 30 git -c safe.directory='*' \
+		status) > /dev/null 2>&1 || true
+	before=$(cd "$T/users" && find . | sort)
+	for w in '"~/.config"' '"~/.claude"' "\"$T/users\""; do
+		srt_settings "{\"filesystem\": {\"allowWrite\": [$w]}}"
+		rc=0
+		(cd "$T/proj" && HOME=$h timeout 60 "$CORRAL" run --settings "$T/srt.json" -- /bin/sh -c "
+			cd $h; mkdir -p .config/git .claude/commands
+			printf '[core]\n\tfsmonitor = \"echo pwned > $T/pwned; false\"\n' \
+				> .config/git/config && echo git-config-written
+			echo '{\"hooks\": {}}' > .claude/settings.json && echo claude-settings-written
+			echo x > .claude/commands/x.md && echo claude-command-written
+			echo 'echo pwned' >> .bashrc && echo bashrc-written
+			echo ran") > "$T/out" 2> "$T/err" < /dev/null || rc=$?
+		expect_eq "$w: the run goes on" "$rc" 0 || cat "$T/err"
+		expect_contains "$w: ran" "$(cat "$T/out")" ran
+		(cd "$h/repo" && HOME=$h GIT_CONFIG_NOSYSTEM=1 timeout 30 git -c safe.directory='*' \
+			status) > /dev/null 2>&1 || true
+		[ ! -e "$T/pwned" ] || fail "$w: the sandbox's ~/.config/git/config ran on the host's git status"
+		# what the sandbox wrote there would be on the host now
+		expect_eq "$w: nothing written, nothing left" "$(cd "$T/users" && find . | sort)" "$before"
+		rm -f "$T/pwned"
+	done
+}
+
+# srt keeps its list beneath the current directory, whichever write path
+# holds it: a write path in the project ("./.git", "./.claude") keeps
+# what lies beneath it, one that is a kept path or lies in a kept
+# directory ("./.git/hooks", "./.envrc") is read-only whole, one that
+# holds the project (its parent) keeps the project's.  Before, only a
+# write path's own top was looked at: with allowWrite "./.git" the
+# sandbox wrote .git/hooks/pre-commit and a core.fsmonitor into
+# .git/config, run by the host's next git command.
+t_srt_keeps_the_projects_whichever_write_path_holds_it() {
+	command -v git > /dev/null || { skip "no git"; return 77; }
+	local p=$T/top/proj w rc before
+	git init -q "$p" || return 1
+	mkdir -p "$p/.claude" && echo "the user's" > "$p/.envrc" || return 1
+	chmod -R a+rwX "$T/top"
+	(cd "$p" && GIT_CONFIG_NOSYSTEM=1 timeout 30 git -c safe.directory='*' status) > /dev/null 2>&1 || true
+	before=$(cd "$T/top" && find . | sort)
+	for w in '"./.git"' '"./.claude"' '"./.git/hooks"' '"./.envrc"' "\"$T/top\""; do
+		srt_settings "{\"filesystem\": {\"allowWrite\": [$w]}}"
+		rc=0
+		(cd "$p" && timeout 60 "$CORRAL" run --settings "$T/srt.json" -- /bin/sh -c "
+			cd $p; echo 'echo pwned > $T/pwned-hook' > .git/hooks/pre-commit
+			chmod +x .git/hooks/pre-commit
+			git config --file .git/config core.fsmonitor 'echo pwned > $T/pwned; false'
+			echo '{\"hooks\": {}}' > .claude/settings.json
+			echo 'echo pwned' >> .envrc; echo 'echo pwned' > .bashrc
+			touch .git/probe && rm .git/probe && echo git-writable
+			echo ran") > "$T/out" 2> "$T/err" < /dev/null || rc=$?
+		expect_eq "$w: the run goes on" "$rc" 0 || cat "$T/err"
+		expect_contains "$w: ran" "$(cat "$T/out")" ran
+		case $w in '"./.git"'|"\"$T/top\"")
+			expect_contains "$w: git writes its own directory" "$(cat "$T/out")" git-writable ;;
+		esac
+		(cd "$p" && GIT_CONFIG_NOSYSTEM=1 timeout 30 git -c safe.directory='*' status) \
+			> /dev/null 2>&1 || true
+		[ ! -e "$T/pwned" ] || fail "$w: the sandbox's core.fsmonitor ran on the host's git status"
+		expect_eq "$w: the user's .envrc" "$(cat "$p/.envrc")" "the user's"
+		# what the sandbox wrote there would be on the host now
+		expect_eq "$w: nothing written, nothing left" "$(cd "$T/top" && find . | sort)" "$before"
+	done
+}
+
 # children PID: its children's pids
 # children PID: PID's children; a pid just listed may have exited since
 # (the supervisor's short-lived helpers), which is no children, not an error

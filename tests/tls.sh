@@ -2155,6 +2155,44 @@ t_srt_keeps_the_projects_whichever_write_path_holds_it() {
 	done
 }
 
+# A kept path that cannot be kept (not made: a file system full, which a
+# sandbox may fill; a directory of the user's of mode 0555 on its way,
+# which the sandbox may chmod back) refuses the run.  Before, the run
+# went on with "not kept read-only" said, and its sandbox freed the
+# space, or chmodded the directory, and made .envrc, or
+# .claude/commands/x.md, which the host's direnv, or agent, runs.
+t_srt_kept_path_not_kept_refused() {
+	mkdir -p "$T/proj/.git/hooks" || return 1
+	srt_settings
+	chmod -R a+rwX "$T/proj"
+	local rc=0
+	if [ "$(id -u)" = 0 ]; then
+		# a mount namespace of the test's own: the tmpfs goes with it
+		# shellcheck disable=SC2016 # $1 and $2 are that shell's
+		unshare -m --propagation private /bin/sh -c '
+			mount -t tmpfs -o size=1m,nr_inodes=40,mode=777 none "$1/proj" && cd "$1/proj" &&
+			mkdir -p .git/hooks || exit 1
+			i=0; while [ $i -lt 100 ] && touch fill$i 2> /dev/null; do i=$((i + 1)); done
+			timeout 60 "$2" run --settings "$1/srt.json" -- /bin/sh -c "cd $1/proj; rm -f fill*
+				echo pwned > .envrc && echo envrc-written" > "$1/out" 2> "$1/err" < /dev/null
+			echo $? > "$1/rc"; ls -a > "$1/after"' sh "$T" "$CORRAL" || rc=$?
+		expect_eq "the test's namespace ran" "$rc" 0
+		expect_not_contains "kept" "$(cat "$T/after")" .envrc
+	else
+		mkdir -m 555 "$T/proj/.claude" || return 1
+		(cd "$T/proj" && timeout 60 "$CORRAL" run --settings "$T/srt.json" -- /bin/sh -c "
+			cd $T/proj; chmod u+w .claude; mkdir -p .claude/commands
+			echo pwned > .claude/commands/x.md && echo command-written") \
+			> "$T/out" 2> "$T/err" < /dev/null || rc=$?
+		echo "$rc" > "$T/rc"
+		chmod u+w "$T/proj/.claude"
+		[ ! -e "$T/proj/.claude/commands/x.md" ] || fail "the sandbox made .claude/commands/x.md"
+	fi
+	expect_eq "refused" "$(cat "$T/rc")" 125
+	expect_contains "said" "$(cat "$T/err")" "cannot be kept read-only"
+	expect_not_contains "nothing written" "$(cat "$T/out")" written
+}
+
 # children PID: its children's pids
 # children PID: PID's children; a pid just listed may have exited since
 # (the supervisor's short-lived helpers), which is no children, not an error

@@ -752,7 +752,16 @@ static void keep_at(struct srt *srt, json_t *fs, const char *key, const char *di
 		refuse(srt, r, "%s: %s: what its link names is not kept read-only: %s: refused",
 		       key, kr->rel, why);
 	} else if (r < 0) {
-		say(srt, key, "%s: not kept read-only: %s", kr->rel, why);
+		/*
+		 * Never one left writable: before, the run went on without
+		 * it (a killed run's janitor holding it, a disk a sandbox
+		 * filled, a user's directory of mode 0555 on its way), and
+		 * its sandbox made the file the host's tools run.
+		 */
+		refuse(srt, r, "%s: %s: cannot be kept read-only: %s: refused", key, kr->rel, why);
+	} else if (r == SRT_KEEP_UNMAKEABLE) {
+		say(srt, key, "%s: not kept read-only, as not made: %s (the sandbox cannot "
+		    "make it either)", kr->rel, why);
 	} else {
 		/*
 		 * Each directory on the way, bound onto itself: a mount point,

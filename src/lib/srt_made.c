@@ -428,6 +428,23 @@ static int link_found(int dir, const char *name, const char *path, const char *a
 }
 
 /*
+ * make_stub's error r in dir is the sandbox's too: a read-only file
+ * system, or a directory that takes no new name from this user and is
+ * not the user's.  One of the user's the sandbox could chmod u+w and
+ * then write what is kept (a .claude of mode 0555: its commands/), and
+ * an error the sandbox need not meet (ENOSPC, a directory full of
+ * names, EAGAIN) is no reason to leave a kept path writable.
+ */
+static bool unmakeable(int dir, int r)
+{
+	struct stat st;
+
+	if (r == -EROFS)
+		return true;
+	return (r == -EACCES || r == -EPERM) && fstat(dir, &st) == 0 && st.st_uid != geteuid();
+}
+
+/*
  * The pieces of root/rel walked so far; a directory on the way is
  * pinned (bound onto itself, so it cannot be renamed away) unless it is
  * corral's placeholder, which is kept itself, as the run that made it
@@ -523,6 +540,8 @@ int srt_made_keep(struct corral_srt_made *m, const char *root, const char *rel,
 				r = make_stub(dir, part, path, d, has, why, whylen);
 				if (r == 0)
 					r = hold(m, t, dir, part, path, true, false, d, has);
+				else if (r < 0 && unmakeable(dir, r))
+					r = SRT_KEEP_UNMAKEABLE;
 			} else if (r < 0) {
 				snprintf(why, whylen, "cannot open %s: %s", path, strerror(-r));
 			}

@@ -2193,6 +2193,59 @@ t_srt_kept_path_not_kept_refused() {
 	expect_not_contains "nothing written" "$(cat "$T/out")" written
 }
 
+# A run killed alone while another run holds some of what it made (the
+# other's settings keep less: "." and not "~"): its janitor removes each
+# as no run holds it, one at a time, and holds none while it waits.
+# Before, it held those it had until the other ended, and a third run
+# of "~" found ~/.bashrc and the rest "another run kept removing it":
+# not kept read-only, and its sandbox wrote ~/.bashrc.
+t_srt_janitor_holds_none_while_it_waits() {
+	local h=$T/home a b i before wait_for
+	mkdir -p "$T/proj/.git/hooks" "$T/proj/sig" "$h" || return 1
+	chmod -R a+rwX "$T/proj" "$h"
+	before=$(cd "$T" && find proj home | grep -v '^proj/sig' | sort)
+	printf '{"filesystem": {"allowWrite": [".", "~"]}}\n' > "$T/a.json"
+	printf '{"filesystem": {"allowWrite": ["."]}}\n' > "$T/b.json"
+	printf '{"filesystem": {"allowWrite": ["~"]}}\n' > "$T/c.json"
+	chmod a+rX "$T" "$T"/*.json
+	# shellcheck disable=SC2016 # expanded there, not here
+	wait_for='w() { i=0; while [ ! -e "$1" ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i + 1)); done; }'
+	# not under timeout: the pid killed is corral's
+	(cd "$T/proj" && HOME=$h exec "$CORRAL" run --settings "$T/a.json" -- /bin/sh -c "
+		$wait_for; touch $T/proj/sig/a-in; w $T/proj/sig/never" > "$T/out.a" 2> "$T/err.a" < /dev/null) &
+	a=$!
+	# shellcheck disable=SC2064 # this run's pid, now
+	trap "kill $a 2>/dev/null || true" EXIT
+	for i in $(seq 1 400); do [ -e "$T/proj/sig/a-in" ] && break; sleep 0.05; done
+	[ -e "$T/proj/sig/a-in" ] || { fail "the first run did not start: $(cat "$T/err.a")"; return; }
+	(cd "$T/proj" && HOME=$h exec timeout 60 "$CORRAL" run --settings "$T/b.json" -- /bin/sh -c "
+		$wait_for; touch $T/proj/sig/b-in; w $T/proj/sig/b-go" > "$T/out.b" 2> "$T/err.b" < /dev/null) &
+	b=$!
+	# shellcheck disable=SC2064 # both runs' pids, now
+	trap "kill $a $b 2>/dev/null || true" EXIT
+	for i in $(seq 1 400); do [ -e "$T/proj/sig/b-in" ] && break; sleep 0.05; done
+	[ -e "$T/proj/sig/b-in" ] || { fail "the second run did not start: $(cat "$T/err.b")"; return; }
+	[ -e "$h/.bashrc" ] || { fail "nothing made in the home: the test tests nothing"; return; }
+	kill -KILL "$a"
+	wait "$a" 2>/dev/null || true
+	# bounded: the first's sandbox's end, then its janitor's work in the home
+	for i in $(seq 1 200); do [ -e "$h/.bashrc" ] || break; sleep 0.05; done
+	(cd "$T/proj" && HOME=$h timeout 60 "$CORRAL" run --settings "$T/c.json" -- /bin/sh -c "
+		cd $h; rm -f .bashrc; echo 'echo pwned' > .bashrc && echo bashrc-written; echo ran") \
+		> "$T/out.c" 2> "$T/err.c" < /dev/null || fail "the third run: $(cat "$T/err.c")"
+	touch "$T/proj/sig/b-go"
+	wait "$b" || fail "the second run: $?"
+	expect_contains "the third ran" "$(cat "$T/out.c")" ran
+	expect_not_contains "~/.bashrc kept" "$(cat "$T/out.c")" bashrc-written
+	expect_not_contains "each kept" "$(cat "$T/err.c")" "another run kept removing it"
+	# and all removed once the second ended: by it, and the janitor
+	for i in $(seq 1 200); do
+		[ "$(cd "$T" && find proj home | grep -v '^proj/sig' | sort)" = "$before" ] && break
+		sleep 0.05
+	done
+	expect_eq "nothing left" "$(cd "$T" && find proj home | grep -v '^proj/sig' | sort)" "$before"
+}
+
 # children PID: its children's pids
 # children PID: PID's children; a pid just listed may have exited since
 # (the supervisor's short-lived helpers), which is no children, not an error

@@ -627,7 +627,11 @@ void corral_srt_made_unmake(const struct corral_srt_made *m)
  * saying it removed what it made (SIGKILL, the OOM killer): each one
  * waited for until no process holds it (the maker's sandbox's init, a
  * fork of it, holds the maker's lock until the sandbox is gone: its
- * binds lie on them till then), then removed as the maker would have.
+ * binds lie on them till then), then removed as the maker would have,
+ * and let go, the deepest first.  One at a time: holding those it had
+ * while it waited for one another run holds (that run's settings keep
+ * fewer), it kept every later run of the project from holding them
+ * ("another run kept removing it") as long as that run lasted.
  * Only syscalls: a fork of a process that may have had threads.
  */
 static void janitor(struct corral_srt_made *m, int done)
@@ -640,11 +644,17 @@ static void janitor(struct corral_srt_made *m, int done)
 	while (n < 0 && errno == EINTR);
 	if (n == 1 && c == 'r')
 		_exit(0);	/* removed by the maker */
-	for (size_t i = m->n; i-- > 0;)
-		while ((m->v[i].made || m->v[i].may_adopt) && flock(m->v[i].fd, LOCK_EX) < 0 &&
-		       errno == EINTR)
+	for (size_t i = m->n; i-- > 0;) {
+		struct made *d = &m->v[i];
+
+		if (!d->made && !d->may_adopt)
+			continue;
+		while (flock(d->fd, LOCK_EX) < 0 && errno == EINTR)
 			;
-	corral_srt_made_unmake(m);
+		if (d->made || marked_since(d))
+			unmake(d);
+		(void)flock(d->fd, LOCK_UN);
+	}
 	_exit(0);
 }
 

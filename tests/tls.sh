@@ -2118,13 +2118,17 @@ t_srt_keeps_what_a_home_runs_around_it() {
 # holds it: a write path in the project ("./.git", "./.claude") keeps
 # what lies beneath it, one that is a kept path or lies in a kept
 # directory ("./.git/hooks", "./.envrc") is read-only whole, one that
-# holds the project (its parent) keeps the project's.  Before, only a
+# holds the project (deeper than the 3 levels other repositories are
+# looked for: ~/src/org/team/proj under "~") keeps the project's, and
+# its top is never a bare repository of the sandbox's.  Before, only a
 # write path's own top was looked at: with allowWrite "./.git" the
 # sandbox wrote .git/hooks/pre-commit and a core.fsmonitor into
-# .git/config, run by the host's next git command.
+# .git/config, run by the host's next git command; with the project 4
+# levels down its .envrc, .bashrc, and HEAD, objects, refs and a config
+# at its top, with .git/HEAD moved aside.
 t_srt_keeps_the_projects_whichever_write_path_holds_it() {
 	command -v git > /dev/null || { skip "no git"; return 77; }
-	local p=$T/top/proj w rc before
+	local p=$T/top/a/b/c/proj w rc before
 	git init -q "$p" || return 1
 	mkdir -p "$p/.claude" && echo "the user's" > "$p/.envrc" || return 1
 	chmod -R a+rwX "$T/top"
@@ -2140,6 +2144,10 @@ t_srt_keeps_the_projects_whichever_write_path_holds_it() {
 			echo '{\"hooks\": {}}' > .claude/settings.json
 			echo 'echo pwned' >> .envrc; echo 'echo pwned' > .bashrc
 			touch .git/probe && rm .git/probe && echo git-writable
+			mv .git/HEAD .git/HEAD.old; mkdir -p objects refs/heads
+			echo 'ref: refs/heads/main' > HEAD
+			printf '[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = %s\n\tfsmonitor = \"echo pwned > $T/pwned; false\"\n' \
+				$p > config
 			echo ran") > "$T/out" 2> "$T/err" < /dev/null || rc=$?
 		expect_eq "$w: the run goes on" "$rc" 0 || cat "$T/err"
 		expect_contains "$w: ran" "$(cat "$T/out")" ran
@@ -2150,6 +2158,9 @@ t_srt_keeps_the_projects_whichever_write_path_holds_it() {
 			> /dev/null 2>&1 || true
 		[ ! -e "$T/pwned" ] || fail "$w: the sandbox's core.fsmonitor ran on the host's git status"
 		expect_eq "$w: the user's .envrc" "$(cat "$p/.envrc")" "the user's"
+		# git's to write: HEAD moved aside, put back
+		[ ! -e "$p/.git/HEAD.old" ] || mv "$p/.git/HEAD.old" "$p/.git/HEAD"
+		rm -rf "$p/HEAD" "$p/objects" "$p/config"
 		# what the sandbox wrote there would be on the host now
 		expect_eq "$w: nothing written, nothing left" "$(cd "$T/top" && find . | sort)" "$before"
 	done

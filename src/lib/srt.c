@@ -1261,12 +1261,23 @@ static bool kept_whole(struct srt *srt, json_t *fs, const char *key, const char 
 static void keep_around(struct srt *srt, json_t *fs, const char *key, const char *dir,
 			const char *dr, const struct anchors *an, char *missing, size_t mlen)
 {
-	char rel[PATH_MAX];
+	char rel[PATH_MAX], git[PATH_MAX];
+	size_t d = strlen(dr);
+	bool is_dir;
 
 	for (size_t i = 0; i < 2; i++) {
 		/* the write path's own top: kept by the tables */
 		if (!an->path[i] || !strcmp(an->path[i], dr))
 			continue;
+		/*
+		 * One it holds, at any depth (~/src/org/team/proj: deeper than
+		 * nested_repos looks), is never a bare repository of the
+		 * sandbox's either, as the write path's top is not.
+		 */
+		if (!strncmp(an->path[i], dr, d) && an->path[i][d] == '/' &&
+		    (size_t)snprintf(git, sizeof(git), "%s/.git", an->path[i] + d + 1) < sizeof(git) &&
+		    (!there(dir, git, &is_dir) || is_dir))
+			keep_bare(srt, fs, key, dir, an->path[i] + d + 1, missing, mlen);
 		for (size_t t = 0; t <= i; t++)
 			for (size_t k = 0; k < table_sizes[t]; k++) {
 				struct kept kr = tables[t][k];

@@ -2247,7 +2247,7 @@ t_srt_janitor_holds_none_while_it_waits() {
 	touch "$T/proj/sig/b-go"
 	wait "$b" || fail "the second run: $?"
 	expect_contains "the third ran" "$(cat "$T/out.c")" ran
-	expect_not_contains "~/.bashrc kept" "$(cat "$T/out.c")" bashrc-written
+	expect_not_contains "the home's .bashrc kept" "$(cat "$T/out.c")" bashrc-written
 	expect_not_contains "each kept" "$(cat "$T/err.c")" "another run kept removing it"
 	# and all removed once the second ended: by it, and the janitor
 	for i in $(seq 1 200); do

@@ -2076,6 +2076,187 @@ t_srt_keeps_what_a_home_runs() {
 	expect_eq "nothing left" "$(cd "$T/home" && find . | sort)" "$before"
 }
 
+# A write path in the home that holds what it keeps (~/.config, ~/.claude),
+# or one that holds the home (its parent, as "/home"), keeps it as the
+# home itself does.  Before, only a write path that was the home kept
+# them: with allowWrite "~/.config" the sandbox wrote ~/.config/git/config,
+# whose core.fsmonitor the host's next git status ran; with "~/.claude"
+# ~/.claude/settings.json and commands/; with the home's parent ~/.bashrc.
+t_srt_keeps_what_a_home_runs_around_it() {
+	command -v git > /dev/null || { skip "no git"; return 77; }
+	local h=$T/users/me w rc before
+	mkdir -p "$h/.config" "$h/.claude" "$T/proj" || return 1
+	git init -q "$h/repo" || return 1
+	chmod -R a+rwX "$T/users"
+	# what the host's git status writes, written before the tree is taken
+	(cd "$h/repo" && HOME=$h GIT_CONFIG_NOSYSTEM=1 timeout 30 git -c safe.directory='*' \
+		status) > /dev/null 2>&1 || true
+	before=$(cd "$T/users" && find . | sort)
+	for w in '"~/.config"' '"~/.claude"' "\"$T/users\""; do
+		srt_settings "{\"filesystem\": {\"allowWrite\": [$w]}}"
+		rc=0
+		(cd "$T/proj" && HOME=$h timeout 60 "$CORRAL" run --settings "$T/srt.json" -- /bin/sh -c "
+			cd $h; mkdir -p .config/git .claude/commands
+			printf '[core]\n\tfsmonitor = \"echo pwned > $T/pwned; false\"\n' \
+				> .config/git/config && echo git-config-written
+			echo '{\"hooks\": {}}' > .claude/settings.json && echo claude-settings-written
+			echo x > .claude/commands/x.md && echo claude-command-written
+			echo 'echo pwned' >> .bashrc && echo bashrc-written
+			echo ran") > "$T/out" 2> "$T/err" < /dev/null || rc=$?
+		expect_eq "$w: the run goes on" "$rc" 0 || cat "$T/err"
+		expect_contains "$w: ran" "$(cat "$T/out")" ran
+		(cd "$h/repo" && HOME=$h GIT_CONFIG_NOSYSTEM=1 timeout 30 git -c safe.directory='*' \
+			status) > /dev/null 2>&1 || true
+		[ ! -e "$T/pwned" ] || fail "$w: the sandbox's ~/.config/git/config ran on the host's git status"
+		# what the sandbox wrote there would be on the host now
+		expect_eq "$w: nothing written, nothing left" "$(cd "$T/users" && find . | sort)" "$before"
+		rm -f "$T/pwned"
+	done
+}
+
+# srt keeps its list beneath the current directory, whichever write path
+# holds it: a write path in the project ("./.git", "./.claude") keeps
+# what lies beneath it, one that is a kept path or lies in a kept
+# directory ("./.git/hooks", "./.envrc") is read-only whole, one that
+# holds the project (deeper than the 3 levels other repositories are
+# looked for: ~/src/org/team/proj under "~") keeps the project's, and
+# its top is never a bare repository of the sandbox's.  Before, only a
+# write path's own top was looked at: with allowWrite "./.git" the
+# sandbox wrote .git/hooks/pre-commit and a core.fsmonitor into
+# .git/config, run by the host's next git command; with the project 4
+# levels down its .envrc, .bashrc, and HEAD, objects, refs and a config
+# at its top, with .git/HEAD moved aside.
+t_srt_keeps_the_projects_whichever_write_path_holds_it() {
+	command -v git > /dev/null || { skip "no git"; return 77; }
+	local p=$T/top/a/b/c/proj w rc before
+	git init -q "$p" || return 1
+	mkdir -p "$p/.claude" && echo "the user's" > "$p/.envrc" || return 1
+	chmod -R a+rwX "$T/top"
+	(cd "$p" && GIT_CONFIG_NOSYSTEM=1 timeout 30 git -c safe.directory='*' status) > /dev/null 2>&1 || true
+	before=$(cd "$T/top" && find . | sort)
+	for w in '"./.git"' '"./.claude"' '"./.git/hooks"' '"./.envrc"' "\"$T/top\""; do
+		srt_settings "{\"filesystem\": {\"allowWrite\": [$w]}}"
+		rc=0
+		(cd "$p" && timeout 60 "$CORRAL" run --settings "$T/srt.json" -- /bin/sh -c "
+			cd $p; echo 'echo pwned > $T/pwned-hook' > .git/hooks/pre-commit
+			chmod +x .git/hooks/pre-commit
+			git config --file .git/config core.fsmonitor 'echo pwned > $T/pwned; false'
+			echo '{\"hooks\": {}}' > .claude/settings.json
+			echo 'echo pwned' >> .envrc; echo 'echo pwned' > .bashrc
+			touch .git/probe && rm .git/probe && echo git-writable
+			mv .git/HEAD .git/HEAD.old; mkdir -p objects refs/heads
+			echo 'ref: refs/heads/main' > HEAD
+			printf '[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = %s\n\tfsmonitor = \"echo pwned > $T/pwned; false\"\n' \
+				$p > config
+			echo ran") > "$T/out" 2> "$T/err" < /dev/null || rc=$?
+		expect_eq "$w: the run goes on" "$rc" 0 || cat "$T/err"
+		expect_contains "$w: ran" "$(cat "$T/out")" ran
+		case $w in '"./.git"'|"\"$T/top\"")
+			expect_contains "$w: git writes its own directory" "$(cat "$T/out")" git-writable ;;
+		esac
+		(cd "$p" && GIT_CONFIG_NOSYSTEM=1 timeout 30 git -c safe.directory='*' status) \
+			> /dev/null 2>&1 || true
+		[ ! -e "$T/pwned" ] || fail "$w: the sandbox's core.fsmonitor ran on the host's git status"
+		expect_eq "$w: the user's .envrc" "$(cat "$p/.envrc")" "the user's"
+		# git's to write: HEAD moved aside, put back
+		[ ! -e "$p/.git/HEAD.old" ] || mv "$p/.git/HEAD.old" "$p/.git/HEAD"
+		rm -rf "$p/HEAD" "$p/objects" "$p/config"
+		# what the sandbox wrote there would be on the host now
+		expect_eq "$w: nothing written, nothing left" "$(cd "$T/top" && find . | sort)" "$before"
+	done
+}
+
+# A kept path that cannot be kept (not made: a file system full, which a
+# sandbox may fill; a directory of the user's of mode 0555 on its way,
+# which the sandbox may chmod back) refuses the run.  Before, the run
+# went on with "not kept read-only" said, and its sandbox freed the
+# space, or chmodded the directory, and made .envrc, or
+# .claude/commands/x.md, which the host's direnv, or agent, runs.
+t_srt_kept_path_not_kept_refused() {
+	mkdir -p "$T/proj/.git/hooks" || return 1
+	srt_settings
+	chmod -R a+rwX "$T/proj"
+	local rc=0
+	if [ "$(id -u)" = 0 ]; then
+		# a mount namespace of the test's own: the tmpfs goes with it
+		# shellcheck disable=SC2016 # $1 and $2 are that shell's
+		unshare -m --propagation private /bin/sh -c '
+			mount -t tmpfs -o size=1m,nr_inodes=40,mode=777 none "$1/proj" && cd "$1/proj" &&
+			mkdir -p .git/hooks || exit 1
+			i=0; while [ $i -lt 100 ] && touch fill$i 2> /dev/null; do i=$((i + 1)); done
+			timeout 60 "$2" run --settings "$1/srt.json" -- /bin/sh -c "cd $1/proj; rm -f fill*
+				echo pwned > .envrc && echo envrc-written" > "$1/out" 2> "$1/err" < /dev/null
+			echo $? > "$1/rc"; ls -a > "$1/after"' sh "$T" "$CORRAL" || rc=$?
+		expect_eq "the test's namespace ran" "$rc" 0
+		expect_not_contains "kept" "$(cat "$T/after")" .envrc
+	else
+		mkdir -m 555 "$T/proj/.claude" || return 1
+		(cd "$T/proj" && timeout 60 "$CORRAL" run --settings "$T/srt.json" -- /bin/sh -c "
+			cd $T/proj; chmod u+w .claude; mkdir -p .claude/commands
+			echo pwned > .claude/commands/x.md && echo command-written") \
+			> "$T/out" 2> "$T/err" < /dev/null || rc=$?
+		echo "$rc" > "$T/rc"
+		chmod u+w "$T/proj/.claude"
+		[ ! -e "$T/proj/.claude/commands/x.md" ] || fail "the sandbox made .claude/commands/x.md"
+	fi
+	expect_eq "refused" "$(cat "$T/rc")" 125
+	expect_contains "said" "$(cat "$T/err")" "cannot be kept read-only"
+	expect_not_contains "nothing written" "$(cat "$T/out")" written
+}
+
+# A run killed alone while another run holds some of what it made (the
+# other's settings keep less: "." and not "~"): its janitor removes each
+# as no run holds it, one at a time, and holds none while it waits.
+# Before, it held those it had until the other ended, and a third run
+# of "~" found ~/.bashrc and the rest "another run kept removing it":
+# not kept read-only, and its sandbox wrote ~/.bashrc.
+t_srt_janitor_holds_none_while_it_waits() {
+	local h=$T/home a b i before wait_for
+	mkdir -p "$T/proj/.git/hooks" "$T/proj/sig" "$h" || return 1
+	chmod -R a+rwX "$T/proj" "$h"
+	before=$(cd "$T" && find proj home | grep -v '^proj/sig' | sort)
+	printf '{"filesystem": {"allowWrite": [".", "~"]}}\n' > "$T/a.json"
+	printf '{"filesystem": {"allowWrite": ["."]}}\n' > "$T/b.json"
+	printf '{"filesystem": {"allowWrite": ["~"]}}\n' > "$T/c.json"
+	chmod a+rX "$T" "$T"/*.json
+	# shellcheck disable=SC2016 # expanded there, not here
+	wait_for='w() { i=0; while [ ! -e "$1" ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i + 1)); done; }'
+	# not under timeout: the pid killed is corral's
+	(cd "$T/proj" && HOME=$h exec "$CORRAL" run --settings "$T/a.json" -- /bin/sh -c "
+		$wait_for; touch $T/proj/sig/a-in; w $T/proj/sig/never" > "$T/out.a" 2> "$T/err.a" < /dev/null) &
+	a=$!
+	# shellcheck disable=SC2064 # this run's pid, now
+	trap "kill $a 2>/dev/null || true" EXIT
+	for i in $(seq 1 400); do [ -e "$T/proj/sig/a-in" ] && break; sleep 0.05; done
+	[ -e "$T/proj/sig/a-in" ] || { fail "the first run did not start: $(cat "$T/err.a")"; return; }
+	(cd "$T/proj" && HOME=$h exec timeout 60 "$CORRAL" run --settings "$T/b.json" -- /bin/sh -c "
+		$wait_for; touch $T/proj/sig/b-in; w $T/proj/sig/b-go" > "$T/out.b" 2> "$T/err.b" < /dev/null) &
+	b=$!
+	# shellcheck disable=SC2064 # both runs' pids, now
+	trap "kill $a $b 2>/dev/null || true" EXIT
+	for i in $(seq 1 400); do [ -e "$T/proj/sig/b-in" ] && break; sleep 0.05; done
+	[ -e "$T/proj/sig/b-in" ] || { fail "the second run did not start: $(cat "$T/err.b")"; return; }
+	[ -e "$h/.bashrc" ] || { fail "nothing made in the home: the test tests nothing"; return; }
+	kill -KILL "$a"
+	wait "$a" 2>/dev/null || true
+	# bounded: the first's sandbox's end, then its janitor's work in the home
+	for i in $(seq 1 200); do [ -e "$h/.bashrc" ] || break; sleep 0.05; done
+	(cd "$T/proj" && HOME=$h timeout 60 "$CORRAL" run --settings "$T/c.json" -- /bin/sh -c "
+		cd $h; rm -f .bashrc; echo 'echo pwned' > .bashrc && echo bashrc-written; echo ran") \
+		> "$T/out.c" 2> "$T/err.c" < /dev/null || fail "the third run: $(cat "$T/err.c")"
+	touch "$T/proj/sig/b-go"
+	wait "$b" || fail "the second run: $?"
+	expect_contains "the third ran" "$(cat "$T/out.c")" ran
+	expect_not_contains "the home's .bashrc kept" "$(cat "$T/out.c")" bashrc-written
+	expect_not_contains "each kept" "$(cat "$T/err.c")" "another run kept removing it"
+	# and all removed once the second ended: by it, and the janitor
+	for i in $(seq 1 200); do
+		[ "$(cd "$T" && find proj home | grep -v '^proj/sig' | sort)" = "$before" ] && break
+		sleep 0.05
+	done
+	expect_eq "nothing left" "$(cd "$T" && find proj home | grep -v '^proj/sig' | sort)" "$before"
+}
+
 # children PID: its children's pids
 # children PID: PID's children; a pid just listed may have exited since
 # (the supervisor's short-lived helpers), which is no children, not an error

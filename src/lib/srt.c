@@ -752,7 +752,16 @@ static void keep_at(struct srt *srt, json_t *fs, const char *key, const char *di
 		refuse(srt, r, "%s: %s: what its link names is not kept read-only: %s: refused",
 		       key, kr->rel, why);
 	} else if (r < 0) {
-		say(srt, key, "%s: not kept read-only: %s", kr->rel, why);
+		/*
+		 * Never one left writable: before, the run went on without
+		 * it (a killed run's janitor holding it, a disk a sandbox
+		 * filled, a user's directory of mode 0555 on its way), and
+		 * its sandbox made the file the host's tools run.
+		 */
+		refuse(srt, r, "%s: %s: cannot be kept read-only: %s: refused", key, kr->rel, why);
+	} else if (r == SRT_KEEP_UNMAKEABLE) {
+		say(srt, key, "%s: not kept read-only, as not made: %s (the sandbox cannot "
+		    "make it either)", kr->rel, why);
 	} else {
 		/*
 		 * Each directory on the way, bound onto itself: a mount point,
@@ -1159,28 +1168,158 @@ static bool is_home(const struct stat *st)
 	       h.st_ino == st->st_ino;
 }
 
+/*
+ * k (a path the tables name, beneath an anchor: the project, the home)
+ * kept where the write path dir holds it: rel is where it lies beneath
+ * dir, from the anchor's and dir's real paths (ar, dr); false where dir
+ * holds none of it.
+ */
+static bool around(const char *ar, const char *dr, const char *k, char *rel, size_t len)
+{
+	size_t a = strlen(ar), d = strlen(dr);
+
+	if (d < a && !strncmp(ar, dr, d) && (ar[d] == '/' || d == 1))
+		/* dir holds the anchor (the project's parent, /home) */
+		return (size_t)snprintf(rel, len, "%s/%s", ar + d + (d > 1), k) < len;
+	if (d > a && !strncmp(dr, ar, a) && (dr[a] == '/' || a == 1) &&
+	    !strncmp(dr + a + (a > 1), k, d - a - (a > 1)) && k[d - a - (a > 1)] == '/')
+		/* dir is in the anchor (./.git, ~/.config, ~/.claude): k's rest beneath it */
+		return (size_t)snprintf(rel, len, "%s", k + (d - a - (a > 1)) + 1) < len;
+	return false;
+}
+
+/* dir (dr, real) is k beneath the anchor ar, or lies in it */
+static bool within(const char *ar, const char *dr, const char *k)
+{
+	size_t a = strlen(ar), n = strlen(k);
+
+	return !strncmp(dr, ar, a) && (dr[a] == '/' || a == 1) &&
+	       !strncmp(dr + a + (a > 1), k, n) && (!dr[a + (a > 1) + n] || dr[a + (a > 1) + n] == '/');
+}
+
+/* the anchors srt's list is kept beneath: the project (the current directory), the home */
+struct anchors {
+	char cwd[PATH_MAX], home[PATH_MAX];
+	const char *path[2];
+};
+
+static void anchors_of(struct anchors *an)
+{
+	const char *home = getenv("HOME");
+	char cwd[PATH_MAX];
+
+	an->path[0] = getcwd(cwd, sizeof(cwd)) && realpath(cwd, an->cwd) ? an->cwd : NULL;
+	an->path[1] = home && home[0] == '/' && realpath(home, an->home) ? an->home : NULL;
+}
+
+static const struct kept *const tables[] = { kept_read_only, kept_in_home };
+static const size_t table_sizes[] = { sizeof(kept_read_only) / sizeof(kept_read_only[0]),
+				      sizeof(kept_in_home) / sizeof(kept_in_home[0]) };
+
+/*
+ * A write path (dr, real; st its) that is a path srt keeps beneath the
+ * project or the home, or lies in a directory kept ("./.git/hooks",
+ * "./.envrc", "~/.claude/commands", a worktree's ".git" file): bound
+ * read-only whole, as srt's read-only bind over it makes it.  Before,
+ * it was writable whole.
+ */
+static bool kept_whole(struct srt *srt, json_t *fs, const char *key, const char *dir,
+		       const char *dr, const struct stat *st, const struct anchors *an)
+{
+	for (size_t i = 0; i < 2; i++)
+		for (size_t t = 0; an->path[i] && t <= i; t++)
+			for (size_t k = 0; k < table_sizes[t]; k++) {
+				const struct kept *kr = &tables[t][k];
+
+				/* a .git directory is git's to write: its parts are kept */
+				if ((!kr->made && S_ISDIR(st->st_mode)) ||
+				    !within(an->path[i], dr, kr->rel))
+					continue;
+				if (!listed(json_object_get(fs, "ro"), dir))
+					push(fs, "ro", dir);
+				say(srt, key, "is %s/%s or lies in it, which srt keeps read-only: "
+				    "bound read-only whole", an->path[i], kr->rel);
+				return true;
+			}
+	return false;
+}
+
+/*
+ * What srt keeps is kept where srt keeps it: beneath the project (the
+ * current directory, as srt resolves its list against it) and, of the
+ * kinds it keeps, the caller's home, whichever write path holds it.
+ * The tables are kept at each write path's own top besides.  A write
+ * path (dir, dr real) that holds the project or the home (its parent,
+ * "/home") keeps their files where they lie in it; one in them keeps
+ * those that lie beneath it ("./.git": hooks and config; "~/.config":
+ * git/config; "~/.claude": settings.json, commands).  Before, only a
+ * write path's top was looked at: with allowWrite "./.git" the sandbox
+ * wrote .git/hooks/pre-commit and core.fsmonitor into .git/config, with
+ * "~/.config" ~/.config/git/config, each run by the user's next git
+ * command, with the home's parent ~/.bashrc.
+ */
+static void keep_around(struct srt *srt, json_t *fs, const char *key, const char *dir,
+			const char *dr, const struct anchors *an, char *missing, size_t mlen)
+{
+	char rel[PATH_MAX], git[PATH_MAX];
+	size_t d = strlen(dr);
+	bool is_dir;
+
+	for (size_t i = 0; i < 2; i++) {
+		/* the write path's own top: kept by the tables */
+		if (!an->path[i] || !strcmp(an->path[i], dr))
+			continue;
+		/*
+		 * One it holds, at any depth (~/src/org/team/proj: deeper than
+		 * nested_repos looks), is never a bare repository of the
+		 * sandbox's either, as the write path's top is not.
+		 */
+		if (!strncmp(an->path[i], dr, d) && an->path[i][d] == '/' &&
+		    (size_t)snprintf(git, sizeof(git), "%s/.git", an->path[i] + d + 1) < sizeof(git) &&
+		    (!there(dir, git, &is_dir) || is_dir))
+			keep_bare(srt, fs, key, dir, an->path[i] + d + 1, missing, mlen);
+		for (size_t t = 0; t <= i; t++)
+			for (size_t k = 0; k < table_sizes[t]; k++) {
+				struct kept kr = tables[t][k];
+
+				/* a .git file: nested_repos finds one the write path holds */
+				if (!strcmp(kr.rel, ".git") ||
+				    !around(an->path[i], dr, kr.rel, rel, sizeof(rel)))
+					continue;
+				kr.rel = rel;
+				keep_one(srt, fs, key, dir, &kr, missing, mlen);
+			}
+	}
+}
+
 static int keep_read_only(struct srt *srt, struct corral_err *err)
 {
 	json_t *fs = obj(srt->policy, "filesystem"), *top;
+	struct anchors an;
 	size_t i;
 
+	anchors_of(&an);
 	json_array_foreach(srt->rw, i, top) {
 		const char *dir = json_string_value(top);
-		char key[96], missing[4096] = "";
+		char key[96], missing[4096] = "", dr[PATH_MAX];
 		size_t seen = 0;
 		struct stat st;
 		bool is_dir;
 
+		snprintf(key, sizeof(key), "filesystem.allowWrite \"%.60s\"", dir);
+		if (stat(dir, &st) < 0 || !strcmp(dir, "/") || !realpath(dir, dr) ||
+		    kept_whole(srt, fs, key, dir, dr, &st, &an))
+			continue;
 		/* a file bound alone holds none of them */
-		if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || !strcmp(dir, "/"))
+		if (!S_ISDIR(st.st_mode))
 			continue;
 		if (open_top(srt, dir, err) < 0)
 			return err->code;
-		snprintf(key, sizeof(key), "filesystem.allowWrite \"%.60s\"", dir);
 		for (size_t k = 0; k < sizeof(kept_read_only) / sizeof(kept_read_only[0]); k++)
 			keep_one(srt, fs, key, dir, &kept_read_only[k], missing, sizeof(missing));
-		for (size_t k = 0; is_home(&st) && k < sizeof(kept_in_home) / sizeof(kept_in_home[0]); k++)
+		for (size_t k = 0; is_home(&st) && k < table_sizes[1]; k++)
 			keep_one(srt, fs, key, dir, &kept_in_home[k], missing, sizeof(missing));
+		keep_around(srt, fs, key, dir, dr, &an, missing, sizeof(missing));
 		/* a .git file names its repository: git goes nowhere else */
 		if (!there(dir, ".git", &is_dir) || is_dir)
 			keep_bare(srt, fs, key, dir, "", missing, sizeof(missing));

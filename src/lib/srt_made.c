@@ -428,6 +428,23 @@ static int link_found(int dir, const char *name, const char *path, const char *a
 }
 
 /*
+ * make_stub's error r in dir is the sandbox's too: a read-only file
+ * system, or a directory that takes no new name from this user and is
+ * not the user's.  One of the user's the sandbox could chmod u+w and
+ * then write what is kept (a .claude of mode 0555: its commands/), and
+ * an error the sandbox need not meet (ENOSPC, a directory full of
+ * names, EAGAIN) is no reason to leave a kept path writable.
+ */
+static bool unmakeable(int dir, int r)
+{
+	struct stat st;
+
+	if (r == -EROFS)
+		return true;
+	return (r == -EACCES || r == -EPERM) && fstat(dir, &st) == 0 && st.st_uid != geteuid();
+}
+
+/*
  * The pieces of root/rel walked so far; a directory on the way is
  * pinned (bound onto itself, so it cannot be renamed away) unless it is
  * corral's placeholder, which is kept itself, as the run that made it
@@ -523,6 +540,8 @@ int srt_made_keep(struct corral_srt_made *m, const char *root, const char *rel,
 				r = make_stub(dir, part, path, d, has, why, whylen);
 				if (r == 0)
 					r = hold(m, t, dir, part, path, true, false, d, has);
+				else if (r < 0 && unmakeable(dir, r))
+					r = SRT_KEEP_UNMAKEABLE;
 			} else if (r < 0) {
 				snprintf(why, whylen, "cannot open %s: %s", path, strerror(-r));
 			}
@@ -608,7 +627,11 @@ void corral_srt_made_unmake(const struct corral_srt_made *m)
  * saying it removed what it made (SIGKILL, the OOM killer): each one
  * waited for until no process holds it (the maker's sandbox's init, a
  * fork of it, holds the maker's lock until the sandbox is gone: its
- * binds lie on them till then), then removed as the maker would have.
+ * binds lie on them till then), then removed as the maker would have,
+ * and let go, the deepest first.  One at a time: holding those it had
+ * while it waited for one another run holds (that run's settings keep
+ * fewer), it kept every later run of the project from holding them
+ * ("another run kept removing it") as long as that run lasted.
  * Only syscalls: a fork of a process that may have had threads.
  */
 static void janitor(struct corral_srt_made *m, int done)
@@ -621,11 +644,17 @@ static void janitor(struct corral_srt_made *m, int done)
 	while (n < 0 && errno == EINTR);
 	if (n == 1 && c == 'r')
 		_exit(0);	/* removed by the maker */
-	for (size_t i = m->n; i-- > 0;)
-		while ((m->v[i].made || m->v[i].may_adopt) && flock(m->v[i].fd, LOCK_EX) < 0 &&
-		       errno == EINTR)
+	for (size_t i = m->n; i-- > 0;) {
+		struct made *d = &m->v[i];
+
+		if (!d->made && !d->may_adopt)
+			continue;
+		while (flock(d->fd, LOCK_EX) < 0 && errno == EINTR)
 			;
-	corral_srt_made_unmake(m);
+		if (d->made || marked_since(d))
+			unmake(d);
+		(void)flock(d->fd, LOCK_UN);
+	}
 	_exit(0);
 }
 

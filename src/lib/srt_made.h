@@ -34,6 +34,14 @@ int srt_made_top(struct corral_srt_made *m, const char *root, const char *outer,
 /* srt_made_keep found a symbolic link on rel's way, or at its end */
 #define SRT_KEEP_LINK 2
 
+/*
+ * srt_made_keep found rel's first missing component not makeable, and
+ * not by the sandbox either: its directory is on a read-only file
+ * system, or takes no new name from this user and is not the user's
+ * (whose mode the sandbox could change); nothing is bound
+ */
+#define SRT_KEEP_UNMAKEABLE 3
+
 struct srt_link {
 	char target[PATH_MAX];	/* what the link holds, as readlink gives it */
 	const char *after;	/* rel's components after the link ("" at its end) */
@@ -46,7 +54,7 @@ struct srt_link {
  * made before (marked, as made) is taken as made.  *bind: the path to bind read-only (rel's, or
  * the made component's); pins: the directories between root and it,
  * to bind onto themselves so none is renamed away.  0, or -errno with
- * why said (a file on the way: nothing bound); SRT_KEEP_LINK where a
+ * why said (a file on the way: nothing bound); SRT_KEEP_UNMAKEABLE; SRT_KEEP_LINK where a
  * component is a symbolic link (the user's .envrc -> envs/dev): *bind
  * is the link's path, *link what it holds, pins the directories before
  * it; the caller keeps the link as itself and what it names.

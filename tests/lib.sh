@@ -422,6 +422,28 @@ new_file_open() {
 	return 1
 }
 
+# fuse_stall_mount DIR UID: tests/fake_fuse.py's FUSE mount at DIR, of
+# UID's, that no daemon answers; fuse_stall_umount DIR ends it (a lazy
+# unmount, then its stdin closed), and is called before any assertion.
+fuse_stall_mount() {
+	mkfifo "$T/fuse.in"
+	/usr/bin/python3 "$HERE/fake_fuse.py" "$1" "$2" < "$T/fuse.in" > "$T/fuse.out" 2>&1 &
+	FUSE_PID=$!
+	exec 8> "$T/fuse.in"
+	for _ in $(seq 1 200); do
+		grep -q mounted "$T/fuse.out" && return 0
+		kill -0 "$FUSE_PID" 2>/dev/null || break
+		sleep 0.05
+	done
+	fuse_stall_umount "$1"
+	fail "the FUSE mount: $(cat "$T/fuse.out")"
+}
+fuse_stall_umount() {
+	! grep -q " $1 " /proc/self/mountinfo || umount -l "$1"
+	exec 8>&-
+	wait "$FUSE_PID"
+}
+
 # end_traced ST [PID...]: what a test held under strace goes, on its
 # failure too (from an EXIT trap): the PIDs it started (a held supervisor,
 # its init) killed, then ST, the "timeout ... strace" it ran, told to end:

@@ -102,11 +102,26 @@ static bool plain_ascii(const char *s, size_t len)
  * invalid UTF-8, no JSON) becomes an error object holding its text as
  * printable() shows it, and the verb ends 125.
  */
+/* o (taken; NULL: out of memory) as one line of ASCII JSON */
+static int put_object(json_t *o)
+{
+	char *text = o ? json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII |
+				    JSON_PRESERVE_ORDER) : NULL;
+	int r;
+
+	json_decref(o);
+	if (!text)
+		return out_of_memory("for an event line"), -1;
+	r = put_line(text, strlen(text));
+	free(text);
+	return r;
+}
+
 static int json_event_line(struct events_args *a, char *line, size_t len)
 {
 	json_error_t jerr;
 	json_t *o = NULL;
-	char *text, *safe;
+	char *safe;
 	int r;
 
 	if (plain_ascii(line, len)) {
@@ -119,15 +134,8 @@ static int json_event_line(struct events_args *a, char *line, size_t len)
 	} else {
 		o = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
 	}
-	if (json_is_object(o)) {
-		text = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII | JSON_PRESERVE_ORDER);
-		json_decref(o);
-		if (!text)
-			return out_of_memory("for an event line"), -1;
-		r = put_line(text, strlen(text));
-		free(text);
-		return r;
-	}
+	if (json_is_object(o))
+		return put_object(o);
 	json_decref(o);
 	a->bad_line = true;
 	safe = printable(line, len);
@@ -135,13 +143,7 @@ static int json_event_line(struct events_args *a, char *line, size_t len)
 			     "a line of the daemon's events that is not a JSON object",
 			     "line", safe) : NULL;
 	free(safe);
-	text = o ? json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII | JSON_PRESERVE_ORDER) : NULL;
-	json_decref(o);
-	if (!text)
-		return out_of_memory("for an event line"), -1;
-	r = put_line(text, strlen(text));
-	free(text);
-	return r;
+	return put_object(o);
 }
 
 /*

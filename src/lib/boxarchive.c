@@ -704,32 +704,62 @@ static void untar_end(void *arg, int r, const void *out, const struct corral_err
 	untar_job_free(j);
 }
 
+/* A job to unpack into dir (judged first), told done; NULL with err. */
+static struct corral_box_untar_job *untar_job_new(struct corral_box *b, const char *dir,
+						  corral_box_untar_fn done, void *arg,
+						  struct corral_err *err)
+{
+	struct corral_box_untar_job *j;
+
+	if (box_path_ok(b, dir, true, err) < 0)
+		return NULL;
+	j = calloc(1, sizeof(*j));
+	if (!j || !(j->dir = strdup(dir))) {
+		free(j);
+		corral_set_err(err, -ENOMEM, "out of memory unpacking into %.300s", dir);
+		return NULL;
+	}
+	j->done = done;
+	j->arg = arg;
+	return j;
+}
+
+/* j's worker started with fds: *out, or j freed and err */
+static int untar_job_run(struct corral_box *b, struct corral_box_untar_job *j,
+			 int *fds, int nfds, int fd, struct corral_box_untar_job **out,
+			 struct corral_err *err)
+{
+	struct box_work_how how = {
+		.fds = fds, .nfds = nfds, .fd = fd, .out_len = sizeof(struct corral_untar),
+		.who = "the worker that unpacked the archive",
+		.doing = "the archive was unpacked",
+		.halted = "the archive was unpacked only in part",
+	};
+	int r = box_work_start(b, &how, untar_work, j, untar_end, j, &j->work, err);
+
+	j->data = NULL;		/* a copy the worker has its own of */
+	if (r < 0) {
+		untar_job_free(j);
+		return r;
+	}
+	*out = j;
+	return 0;
+}
+
 int corral_box_untar_start(struct corral_box *b, const char *dir, const void *data,
 			   size_t len, corral_box_untar_fn done, void *arg,
 			   struct corral_box_untar_job **out, struct corral_err *err)
 {
 	/* what corral_box_untar resolves beneath and judges the room by */
 	int fds[2] = { b->sb->rootfd, b->sb->scratchfd }, r;
-	struct box_work_how how = {
-		.fds = fds, .nfds = 2, .fd = -1, .out_len = sizeof(struct corral_untar),
-		.who = "the worker that unpacked the archive",
-		.doing = "the archive was unpacked",
-		.halted = "the archive was unpacked only in part",
-	};
 	struct corral_box_untar_job *j;
 	char *copy = NULL;
 
 	*out = NULL;
-	r = box_path_ok(b, dir, true, err);
-	if (r < 0)
-		return r;
-	j = calloc(1, sizeof(*j));
-	if (!j || !(j->dir = strdup(dir))) {
-		free(j);
-		return corral_set_err(err, -ENOMEM, "out of memory unpacking into %.300s", dir);
-	}
-	*j = (struct corral_box_untar_job){ .done = done, .arg = arg, .dir = j->dir,
-					    .len = len };
+	j = untar_job_new(b, dir, done, arg, err);
+	if (!j)
+		return err->code;
+	j->len = len;
 	/*
 	 * The bytes on malloc's heap, which the worker's fork keeps: a
 	 * request body in libevent's mappings (livemem.c) reads as zeros
@@ -743,15 +773,9 @@ int corral_box_untar_start(struct corral_box *b, const char *dir, const void *da
 	if (len)
 		memcpy(copy, data, len);
 	j->data = len ? copy : "";
-	r = box_work_start(b, &how, untar_work, j, untar_end, j, &j->work, err);
+	r = untar_job_run(b, j, fds, 2, -1, out, err);
 	free(copy);		/* the worker has its own */
-	j->data = NULL;
-	if (r < 0) {
-		untar_job_free(j);
-		return r;
-	}
-	*out = j;
-	return 0;
+	return r;
 }
 
 int corral_box_untar_fd_start(struct corral_box *b, const char *dir, int fd,
@@ -759,34 +783,15 @@ int corral_box_untar_fd_start(struct corral_box *b, const char *dir, int fd,
 			      struct corral_box_untar_job **out, struct corral_err *err)
 {
 	/* the spool beside what corral_box_untar resolves beneath */
-	int fds[3] = { b->sb->rootfd, b->sb->scratchfd, fd }, r;
-	struct box_work_how how = {
-		.fds = fds, .nfds = 3, .fd = fd, .out_len = sizeof(struct corral_untar),
-		.who = "the worker that unpacked the archive",
-		.doing = "the archive was unpacked",
-		.halted = "the archive was unpacked only in part",
-	};
+	int fds[3] = { b->sb->rootfd, b->sb->scratchfd, fd };
 	struct corral_box_untar_job *j;
 
 	*out = NULL;
-	r = box_path_ok(b, dir, true, err);
-	if (r < 0)
-		return r;
-	j = calloc(1, sizeof(*j));
-	if (!j || !(j->dir = strdup(dir))) {
-		free(j);
-		return corral_set_err(err, -ENOMEM, "out of memory unpacking into %.300s", dir);
-	}
-	j->done = done;
-	j->arg = arg;
+	j = untar_job_new(b, dir, done, arg, err);
+	if (!j)
+		return err->code;
 	j->spooled = true;
-	r = box_work_start(b, &how, untar_work, j, untar_end, j, &j->work, err);
-	if (r < 0) {
-		untar_job_free(j);
-		return r;
-	}
-	*out = j;
-	return 0;
+	return untar_job_run(b, j, fds, 3, fd, out, err);
 }
 
 /* What it unpacked so far stays; done told -ECANCELED. */

@@ -1798,6 +1798,7 @@ struct bufferevent *corral_tls_server_bev(struct corral_tls_server *s, struct ev
  * close_notify where bev is one of corral_tls_server_bev's (then true),
  * before the caller's shutdown(SHUT_WR) of its socket.  NULL s: false.
  */
+CORRAL_PUBLIC
 bool corral_tls_server_end(struct corral_tls_server *s, struct bufferevent *bev);
 CORRAL_PUBLIC
 void corral_tls_server_free(struct corral_tls_server *s);

@@ -610,6 +610,25 @@ t_background_hits_said_past_the_batch() {
 	stop_daemon
 }
 
+# early_reads_box N: a box at its memory limit with a hog and N sleepers
+# lingering (the early-reads tests' start); $id is it
+early_reads_box() {
+	mkdir -p "$T/big" && truncate -s 256M "$T/big/f" || { fail "no sparse file in $T/big"; return 1; }
+	oom_box ", \"filesystem\": {\"ro\": [\"$T/big:/mnt/big\"]}" || return $?
+	hog_and_sleepers "$id" "$1"
+}
+
+# press_then_next: a call that presses the box's limit and ends whole,
+# then the next call, whose reason the tests read
+press_then_next() {
+	code=$(ex "$id" "$(jbody tool_call_id press timeout_seconds json:60 command "python3 -c '$PRESS'")")
+	expect_code "a call at the limit" "$code" 200
+	expect_py "it ran to its end, nothing killed" \
+		'v["status"] == "exited" and v["exit_code"] == 0 and "OOM" not in v["reason"]'
+	code=$(ex "$id" "$(jbody tool_call_id next timeout_seconds json:60 command "python3 -c '$PRESS' 260")")
+	expect_code "the next call" "$code" 200
+}
+
 # Under load the box's memory sat at its limit a second and more before
 # the OOM killer took the hog (the reclaim before it), ticks in between
 # read every lingering group, too early, twice, which is all LINGER_ALL_MS
@@ -635,15 +654,8 @@ if len(sys.argv) > 1:
     print(len(b))'
 t_background_hits_said_after_early_reads() {
 	local n=300
-	mkdir -p "$T/big" && truncate -s 256M "$T/big/f" || { fail "no sparse file in $T/big"; return 1; }
-	oom_box ", \"filesystem\": {\"ro\": [\"$T/big:/mnt/big\"]}" || return $?
-	hog_and_sleepers "$id" $n
-	code=$(ex "$id" "$(jbody tool_call_id press timeout_seconds json:60 command "python3 -c '$PRESS'")")
-	expect_code "a call at the limit" "$code" 200
-	expect_py "it ran to its end, nothing killed" \
-		'v["status"] == "exited" and v["exit_code"] == 0 and "OOM" not in v["reason"]'
-	code=$(ex "$id" "$(jbody tool_call_id next timeout_seconds json:60 command "python3 -c '$PRESS' 260")")
-	expect_code "the next call" "$code" 200
+	early_reads_box "$n" || return $?
+	press_then_next
 	ran_to_its_end 272629760
 	hog_kill_said 512
 	stop_daemon
@@ -722,16 +734,9 @@ oomer_start() {
 # tests at the same time).  The box's own OOM events say it now.
 t_background_hits_said_under_host_oom_kills() {
 	local n=300 kills
-	mkdir -p "$T/big" && truncate -s 256M "$T/big/f" || { fail "no sparse file in $T/big"; return 1; }
-	oom_box ", \"filesystem\": {\"ro\": [\"$T/big:/mnt/big\"]}" || return $?
-	hog_and_sleepers "$id" $n
+	early_reads_box "$n" || return $?
 	oomer_start "$id" || { local r=$?; stop_daemon; [ $r != 77 ] || skip "no cgroup v1 memory group"; return $r; }
-	code=$(ex "$id" "$(jbody tool_call_id press timeout_seconds json:60 command "python3 -c '$PRESS'")")
-	expect_code "a call at the limit" "$code" 200
-	expect_py "it ran to its end, nothing killed" \
-		'v["status"] == "exited" and v["exit_code"] == 0 and "OOM" not in v["reason"]'
-	code=$(ex "$id" "$(jbody tool_call_id next timeout_seconds json:60 command "python3 -c '$PRESS' 260")")
-	expect_code "the next call" "$code" 200
+	press_then_next
 	kills=$(sed -n 's/^oom_kill //p' "$OOMER_CG/memory.oom_control")
 	touch "$T/oomer.stop"
 	wait "$OOMER_PID"

@@ -101,6 +101,7 @@ TEST(tick_resumes_a_share_in_turn)
 		CHECK(t.c[i]->paced && !watched(t.c[i]));
 	}
 	while (next < NCALLS && ticks < 2 * NCALLS) {
+		uint64_t t0 = corral_now_ms();
 		int resumed = 0;
 
 		CHECK(event_base_loop(t.base, EVLOOP_ONCE) == 0);
@@ -112,9 +113,13 @@ TEST(tick_resumes_a_share_in_turn)
 			CHECK(watched(t.c[i]));
 			/*
 			 * its next short read paces it again, however long it
-			 * waited for its turn: it was read twice a turn
+			 * waited for its turn (it was read twice a turn): its
+			 * last short read is the tick's.  Not outpace_due()
+			 * here: on a loaded host (ASan, make check's lanes) the
+			 * 32nd resumed call was checked past PACE_WINDOW_MS
+			 * after the tick.
 			 */
-			CHECK(outpace_due(t.c[i], 1));
+			CHECK(t.c[i]->t_short >= t0);
 			/* in the order they paused */
 			CHECK(i == next);
 			next = i + 1;

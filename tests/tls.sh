@@ -1374,7 +1374,9 @@ t_srt_made_by_a_killed_run_removed_by_the_next() {
 	[ -e "$T/proj/sig/in" ] || { fail "the run did not start: $(cat "$T/err.a")"; return; }
 	j=$(srt_janitor "$a")
 	[ -n "$j" ] || { fail "no janitor for the run"; return; }
-	kill -KILL "$a" "$j"
+	# the janitor first: once corral is gone it is no longer below this
+	# shell (lib.sh's kill leaves it alone), and it would do its work
+	kill -KILL "$j" "$a"
 	wait "$a" 2>/dev/null || true
 	srt_stubs_wait "$T/proj" || { fail "the killed run's sandbox still holds .envrc"; return; }
 	rm -rf "$T/proj/sig"

@@ -751,29 +751,39 @@ t_archive_streamed_split() {
 nfds() { ls "/proc/$DPID/fd" | wc -l; }
 spools() { ls -l "/proc/$DPID/fd" | grep -c ' (deleted)$'; }
 
+# four_uploads_held ID P FILE: four `corral cp - ID:/tmp/P<i>/`, each
+# sent FILE through a FIFO kept open, so each is still arriving: their
+# pids in UP_PIDS, the FIFOs' fds in UP_FDS (closed, each upload ends);
+# returns once the daemon holds the four spools.
+four_uploads_held() {
+	local i w
+	UP_PIDS=() UP_FDS=()
+	for i in 1 2 3 4; do
+		mkfifo "$T/in.$i"
+		"$CORRAL" cp --socket "$SOCK" - "$1":/tmp/$2$i/ < "$T/in.$i" > /dev/null 2> "$T/$2$i.err" &
+		UP_PIDS+=($!)
+		exec {w}> "$T/in.$i"
+		UP_FDS+=("$w")
+		cat "$3" >&"$w" || fail "cp $i: $(cat "$T/$2$i.err")"
+	done
+	for i in $(seq 200); do [ "$(spools)" -ge 4 ] && break; sleep 0.05; done
+	expect_eq "the four spooling" "$(spools)" 4
+}
+
 # A client that goes midway leaves nothing: its spool closed, its worker
 # freed.  Four cut short (the daemon's workers, each held by one), then a
 # copy is not refused busy, and the daemon's fds are as before.
 t_archive_streamed_client_gone() {
-	local id i n0 pids=() w ws=()
+	local id i n0 w
 	id=$(mksb)
 	# an earlier test's answered upload may still be closing
 	for i in $(seq 200); do [ "$(spools)" = 0 ] && break; sleep 0.05; done
 	expect_eq "no spool before" "$(spools)" 0
 	n0=$(nfds)
-	for i in 1 2 3 4; do
-		mkfifo "$T/in.$i"
-		"$CORRAL" cp --socket "$SOCK" - "$id":/tmp/g$i/ < "$T/in.$i" > /dev/null 2> "$T/g$i.err" &
-		pids+=($!)
-		exec {w}> "$T/in.$i"
-		ws+=("$w")
-		head -c $((1 << 20)) /dev/urandom >&"$w" || fail "cp $i: $(cat "$T/g$i.err")"
-	done
-	# each spooling
-	for i in $(seq 200); do [ "$(spools)" -ge 4 ] && break; sleep 0.05; done
-	expect_eq "the four spooling" "$(spools)" 4
-	for i in "${pids[@]}"; do kill -KILL "$i"; wait "$i" 2> /dev/null || :; done
-	for w in "${ws[@]}"; do exec {w}>&-; done
+	head -c $((1 << 20)) /dev/urandom > "$T/part"
+	four_uploads_held "$id" g "$T/part"
+	for i in "${UP_PIDS[@]}"; do kill -KILL "$i"; wait "$i" 2> /dev/null || :; done
+	for w in "${UP_FDS[@]}"; do exec {w}>&-; done
 	for i in $(seq 200); do [ "$(spools)" = 0 ] && [ "$(nfds)" -le "$n0" ] && break; sleep 0.05; done
 	expect_eq "no spool after" "$(spools)" 0
 	[ "$(nfds)" -le "$n0" ] || fail "the daemon holds $(nfds) fds, $n0 before: $(ls -l "/proc/$DPID/fd")"
@@ -791,27 +801,18 @@ t_archive_streamed_client_gone() {
 # Four held open here; an archive PUT and one read out are served beside
 # them, and each of the four unpacks once its client ends it.
 t_archive_streamed_holds_no_worker() {
-	local id i pids=() w ws=() code rc
+	local id i w code rc
 	id=$(mksb)
 	mktar "$T/ok.tar" "f:file:fine"
 	for i in $(seq 200); do [ "$(spools)" = 0 ] && break; sleep 0.05; done
-	for i in 1 2 3 4; do
-		mkfifo "$T/in.$i"
-		"$CORRAL" cp --socket "$SOCK" - "$id":/tmp/w$i/ < "$T/in.$i" > /dev/null 2> "$T/w$i.err" &
-		pids+=($!)
-		exec {w}> "$T/in.$i"
-		ws+=("$w")
-		cat "$T/ok.tar" >&"$w" || fail "cp $i: $(cat "$T/w$i.err")"
-	done
-	for i in $(seq 200); do [ "$(spools)" -ge 4 ] && break; sleep 0.05; done
-	expect_eq "the four spooling" "$(spools)" 4
+	four_uploads_held "$id" w "$T/ok.tar"
 	code=$(api PUT "/v1/sandboxes/$id/archive?path=/tmp/beside" --data-binary @"$T/ok.tar")
 	expect_code "an archive in beside them" "$code" 201
 	code=$(api GET "/v1/sandboxes/$id/archive?path=/tmp/beside")
 	expect_code "an archive out beside them" "$code" 200
-	for w in "${ws[@]}"; do exec {w}>&-; done
+	for w in "${UP_FDS[@]}"; do exec {w}>&-; done
 	i=0
-	for w in "${pids[@]}"; do
+	for w in "${UP_PIDS[@]}"; do
 		i=$((i + 1))
 		rc=0; wait "$w" || rc=$?
 		expect_eq "cp $i: exit" "$rc" 0 || fail "$(cat "$T/w$i.err")"

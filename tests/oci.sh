@@ -1146,7 +1146,7 @@ t_console_socket_not_a_tenants_own() {
 	setpriv --reuid=65534 --regid=65534 --clear-groups \
 		bash -c "$(declare -f console_listener); console_listener \"\$1\" \"\$2\"" \
 		_ "$T/b/console.sock" "$T/b/heard" > "$T/listening" 2>&1 &
-	local lpid=$! why="" rc1 rc2
+	local lpid=$! why=""
 	for _ in $(seq 1 200); do [ -S "$T/b/console.sock" ] && break; sleep 0.05; done
 	[ -S "$T/b/console.sock" ] || { kill "$lpid"; fail "no listener: $(cat "$T/listening")"; return 1; }
 	oci create --bundle "$T/b" --console-socket "$T/b/console.sock" c1 > /dev/null || true
@@ -1178,6 +1178,24 @@ no_terminal_heard() {	# no_terminal_heard WHO LOG: a console_listener's LOG has 
 	heard=$(cat "$2" 2>/dev/null) || true
 	[[ $heard != *ptmx* && $heard != *" 1 fds"* ]] || fail "$1 was handed the terminal: $heard"
 }
+# create_on_foreign_console ID LPID LISTENING HEARD WHAT: container ID
+# created on $T/b/console.sock, a socket of root's that LPID listens on
+# (its output in LISTENING), then deleted; the listener was told no
+# terminal (HEARD; WHAT says whose).  CC_RC: create's status, CC_WHY: its
+# logged error.
+create_on_foreign_console() {
+	CC_WHY=""
+	expect_eq "$5: the socket's owner" "$(stat -c %u "$T/b/console.sock")" 0
+	oci create --bundle "$T/b" --console-socket "$T/b/console.sock" "$1" > /dev/null || true
+	CC_RC=$(rc)
+	[ ! -e "$T/log.json" ] || CC_WHY=$(last_error)
+	oci delete --force "$1" > /dev/null || true
+	console_done "$T/b/console.sock"
+	wait "$2" || fail "the listener: $(cat "$3")"
+	# connected (to ask the kernel who listens), then closed: no terminal
+	no_terminal_heard "$5" "$4"
+}
+
 # --console-socket at a socket of root's whose listener is not the engine:
 # root in another engine's container (its own pid namespace, no user
 # namespace) with a host directory bound in binds a socket of uid 0, which
@@ -1193,21 +1211,13 @@ t_console_socket_not_another_namespaces() {
 	# root, in a pid namespace of its own
 	unshare --pid --fork bash -c "$(declare -f console_listener); console_listener \"\$1\" \"\$2\"" \
 		_ "$T/b/console.sock" "$T/b/heard" > "$T/listening" 2>&1 &
-	local lpid=$! why="" rc1 rc2
+	local lpid=$!
 	for _ in $(seq 1 200); do [ -S "$T/b/console.sock" ] && break; sleep 0.05; done
 	[ -S "$T/b/console.sock" ] || { kill "$lpid"; fail "no listener: $(cat "$T/listening")"; return 1; }
-	expect_eq "the socket's owner" "$(stat -c %u "$T/b/console.sock")" 0
-	oci create --bundle "$T/b" --console-socket "$T/b/console.sock" c1 > /dev/null || true
-	rc1=$(rc)
-	[ ! -e "$T/log.json" ] || why=$(last_error)
-	oci delete --force c1 > /dev/null || true
-	console_done "$T/b/console.sock"
-	wait "$lpid" || fail "the listener: $(cat "$T/listening")"
-	# connected (to ask the kernel who listens), then closed: no terminal
-	no_terminal_heard "the other namespace's socket" "$T/b/heard"
-	expect_eq "create, another pid namespace's listener" "$rc1" 1
-	expect_contains "refused" "$why" "listened on by pid"
-	expect_contains "refused, why" "$why" "of another pid namespace (a container's)"
+	create_on_foreign_console c1 "$lpid" "$T/listening" "$T/b/heard" "the other namespace's socket"
+	expect_eq "create, another pid namespace's listener" "$CC_RC" 1
+	expect_contains "refused" "$CC_WHY" "listened on by pid"
+	expect_contains "refused, why" "$CC_WHY" "of another pid namespace (a container's)"
 	[ ! -e "$T/root/c1" ] || fail "state left behind by a refused create"
 	# root bound it, uid 65534 listens on it
 	rm -f "$T/b/console.sock" "$T/log.json"
@@ -1215,16 +1225,9 @@ t_console_socket_not_another_namespaces() {
 	lpid=$!
 	for _ in $(seq 1 200); do grep -q listening "$T/listening2" 2>/dev/null && break; sleep 0.05; done
 	grep -q listening "$T/listening2" || { kill "$lpid"; fail "no listener: $(cat "$T/listening2")"; return 1; }
-	expect_eq "the socket's owner, 65534 listening" "$(stat -c %u "$T/b/console.sock")" 0
-	oci create --bundle "$T/b" --console-socket "$T/b/console.sock" c2 > /dev/null || true
-	rc2=$(rc)
-	[ ! -e "$T/log.json" ] || why=$(last_error)
-	oci delete --force c2 > /dev/null || true
-	console_done "$T/b/console.sock"
-	wait "$lpid" || fail "the listener: $(cat "$T/listening2")"
-	no_terminal_heard "65534's listener" "$T/b/heard2"
-	expect_eq "create, 65534's listener" "$rc2" 1
-	expect_contains "refused" "$why" "listened on by uid 65534, not the engine"
+	create_on_foreign_console c2 "$lpid" "$T/listening2" "$T/b/heard2" "65534's listener"
+	expect_eq "create, 65534's listener" "$CC_RC" 1
+	expect_contains "refused" "$CC_WHY" "listened on by uid 65534, not the engine"
 }
 
 t_errors_in_json_log() {

@@ -41,22 +41,30 @@ void reply_json(struct evhttp_request *req, int code, json_t *o)
 	evbuffer_free(buf);
 }
 
-void reply_error(struct evhttp_request *req, int code, const char *error,
-		 const char *fmt, ...)
+json_t *api_error_obj(const char *error, const char *fmt, va_list ap)
 {
 	char detail[1024];
-	va_list ap;
 
-	va_start(ap, fmt);
 	vsnprintf(detail, sizeof(detail), fmt, ap);
-	va_end(ap);
 	/*
 	 * A detail quotes what the sandbox named, in whatever bytes it chose
 	 * (a file's name), and vsnprintf may cut a sequence at the end: as
 	 * "s", such a string made json_pack fail, and the client a 500.
 	 */
-	reply_json(req, code, json_pack("{s:s, s:o}", "error", error,
-					"detail", api_bytes(detail, strlen(detail))));
+	return json_pack("{s:s, s:o}", "error", error,
+			 "detail", api_bytes(detail, strlen(detail)));
+}
+
+void reply_error(struct evhttp_request *req, int code, const char *error,
+		 const char *fmt, ...)
+{
+	va_list ap;
+	json_t *o;
+
+	va_start(ap, fmt);
+	o = api_error_obj(error, fmt, ap);
+	va_end(ap);
+	reply_json(req, code, o);
 }
 
 int api_status(int code, const char **error)

@@ -15,6 +15,8 @@
 /* ---- api.c: replies ----------------------------------------------------- */
 
 void reply_json(struct evhttp_request *req, int code, json_t *o);
+/* {"error": error, "detail": fmt's text, any bytes}; NULL: out of memory */
+json_t *api_error_obj(const char *error, const char *fmt, va_list ap);
 void reply_error(struct evhttp_request *req, int code, const char *error,
 		 const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 

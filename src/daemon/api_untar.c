@@ -168,14 +168,18 @@ static void upload_fail(struct upload *u, int status, const char *error,
 static void upload_fail(struct upload *u, int status, const char *error,
 			const char *fmt, ...)
 {
-	char detail[1024];
+	json_t *o = json_pack("{s:i}", "status", status), *e;
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(detail, sizeof(detail), fmt, ap);
+	e = api_error_obj(error, fmt, ap);
 	va_end(ap);
-	upload_answer(u, json_pack("{s:i, s:s, s:o}", "status", status, "error", error,
-				   "detail", api_bytes(detail, strlen(detail))));
+	if (!o || !e || json_object_update(o, e) < 0) {
+		json_decref(o);
+		o = NULL;	/* upload_answer closes, unanswered */
+	}
+	json_decref(e);
+	upload_answer(u, o);
 }
 
 static void upload_fail_err(struct upload *u, const struct corral_err *err)

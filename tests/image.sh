@@ -527,9 +527,10 @@ t_hostile_name_escapes() {
 	! grep -q $'\x07' "$T/err" || fail "a BEL byte on stderr"
 }
 
-# and a C1 control (CSI as U+009B, which xterm takes as ESC [) as text too
+# and a C1 control (CSI as U+009B, which xterm takes as ESC [) as text
+# too, its bytes as printable() shows them (cli_error said "\u009b")
 t_hostile_config_c1_escapes() {
-	refused escape-c1-env 'Env[0] "\u009b2Jhidden" is not NAME=VALUE'
+	refused escape-c1-env 'Env[0] "\xc2\x9b2Jhidden" is not NAME=VALUE'
 	! grep -q $'\xc2\x9b' "$T/err" || fail "a C1 control on stderr"
 }
 

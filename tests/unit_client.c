@@ -6,9 +6,8 @@
  * how sockhttp.c reads answers from a socket that plays the daemon (one
  * that lies, stops short or floods included).
  *
- * Linked against the CLI's objects (build/libcli.a) but its main(); this
- * file brings the cli_error() that main.c has.  What a verb prints is
- * captured (capture_begin/end) and checked, not shown.
+ * Linked against the CLI's objects (build/libcli.a) but its main().  What
+ * a verb prints is captured (capture_begin/end) and checked, not shown.
  */
 #include "cli.h"
 #include "client.h"
@@ -27,16 +26,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-void cli_error(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("corral: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
 
 /* argv for a parser: a NULL-terminated array of the given words */
 #define ARGV(...)	((char *[]){ __VA_ARGS__, NULL })
@@ -612,6 +601,29 @@ TEST(printable_text)
 	CHECK(cli_hidden_control("\xe2\x81\xa5", 3) == 0);	/* U+2065 */
 	CHECK(cli_bidi_control("\xe2\x80", 2) == 0);
 	CHECK(cli_bidi_control("\xe2\x80\xad", 3) == 3);
+}
+
+/*
+ * cli_error() shows a message by printable()'s rule (one rule for the
+ * CLI), a tab kept: it had a loop of its own, which wrote a C1 control
+ * as "\\u009b" where printable() writes "\\xc2\\x9b", the same byte pair
+ * said two ways on one terminal.
+ */
+TEST(errors_shown_by_the_one_rule)
+{
+	static const char hostile[] =
+		"a\x1b]52;c;eA==\x07" "b\xc2\x9d" "0;t\xc2\x9c" "c\x9b" "2J"
+		"d\xe2\x80\xae" "e\xe2\x80\x8b" "f\n" "g\r" "h\xf3\xa0\x81\x81" "i\xe2\x82";
+	char want[512], *s = printable(hostile, strlen(hostile));
+
+	CHECK(s != NULL);
+	snprintf(want, sizeof(want), "corral: %s\tx\n", s ? s : "");
+	capture_begin();
+	cli_error("%s\tx", hostile);
+	capture_end();
+	CHECK(!strcmp(cap_err, want));
+	CHECK(strstr(cap_err, "b\\xc2\\x9d0;t\\xc2\\x9c") != NULL);
+	free(s);
 }
 
 static int check_status(long status, const char *body)

@@ -34,7 +34,7 @@ int cmd_export(int argc, char **argv);
 int cmd_snapshot(int argc, char **argv);
 int cmd_oci(int argc, char **argv);		/* also as corral-oci (oci.c) */
 
-/* "corral: MESSAGE" on stderr (main.c) */
+/* "corral: MESSAGE" on stderr, shown by printable()'s rule (print.c) */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /*
  * With --json, an error the CLI raises is one JSON object on stdout too,
@@ -96,6 +96,15 @@ bool value_is_dashes(char **argv, int idx);
 char *printable(const char *s, size_t n);
 /* printable(), but a newline and a tab are themselves: text of lines */
 char *printable_lines(const char *s, size_t n);
+/*
+ * The one rule all of the above and cli_error() show text by: the
+ * character at s (n > 0 bytes left) as it is to be shown, into out, NUL
+ * ended; returns the bytes of s it took (at least 1).  how: CLI_KEEP_*,
+ * what stays itself.
+ */
+#define CLI_KEEP_NEWLINE	1u
+#define CLI_KEEP_TAB		2u
+size_t cli_escape_next(const char *s, size_t n, unsigned how, char out[17]);
 /*
  * The length of the bidirectional formatting character at s (U+061C,
  * U+200E, U+200F, U+202A..U+202E, U+2066..U+2069: Trojan Source's,

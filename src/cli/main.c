@@ -46,63 +46,6 @@ static const char usage[] =
 "`corral COMMAND --help` (or `corral help COMMAND`) describes each command.\n";
 
 /*
- * An error often quotes what an image, a sandbox or a daemon's client
- * wrote (an image's Env, a file's name): its control bytes are shown as
- * \xNN, never sent to the operator's terminal as escape sequences.  A
- * newline too: one in an image's Env began a line of the image's own
- * ("corral: imported ...") under ours; every message here is one line.
- */
-void cli_error(const char *fmt, ...)
-{
-	/*
-	 * Room for two whole paths and a library error after them: in 4096
-	 * bytes a path of 4000 ("%s: %s", path, strerror) cut the reason off
-	 */
-	char buf[2 * PATH_MAX + 2 * CORRAL_ERR_MAX];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	cli_json_note(buf);
-	cli_ground_terminal(stderr);
-	fputs("corral: ", stderr);
-	for (const char *s = buf, *end = buf + strlen(buf); *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		size_t hidden = cli_hidden_control(s, (size_t)(end - s));
-		size_t len = corral_utf8_char(s, (size_t)(end - s));
-
-		/*
-		 * A byte that begins no UTF-8 character: a layer's file
-		 * names are bytes, and a lone 0x9b is CSI to a terminal that
-		 * takes 8-bit controls; a character cut short joins what
-		 * follows it (printable() shows them so too).
-		 */
-		if ((c < 0x20 && c != '\t') || c == 0x7f || !len)
-			fprintf(stderr, "\\x%02x", c);
-		else if (hidden) {
-			for (size_t i = 0; i < hidden; i++)
-				fprintf(stderr, "\\x%02x", (unsigned char)s[i]);
-			s += hidden - 1;
-		}
-		/*
-		 * A C1 control in UTF-8 (U+0080..U+009F): xterm (UTF-8) takes
-		 * U+009B for CSI as it takes ESC [, so an image's "\u009b2J"
-		 * quoted in a message is "\x1b[2J" there.
-		 */
-		else if (c == 0xc2 && (unsigned char)s[1] >= 0x80 &&
-			 (unsigned char)s[1] <= 0x9f)
-			fprintf(stderr, "\\u%04x", (unsigned char)*++s);
-		else {
-			/* the whole character: its later bytes begin none */
-			fwrite(s, 1, len, stderr);
-			s += len - 1;
-		}
-	}
-	fputc('\n', stderr);
-}
-
-/*
  * The supervisor holds six descriptors for every tunnel it relays (two
  * sockets, two pipes): take the whole hard limit, not the soft default.
  */

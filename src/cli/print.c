@@ -1,11 +1,15 @@
 /*
- * print.c - what the client verbs print: the daemon's text made safe for a
- * terminal, its answers as JSON, and the check that all of it was written.
+ * print.c - what the client verbs print: text a sandbox may have chosen
+ * made safe for a terminal (one rule, cli_escape_next), corral's own
+ * errors (cli_error), the daemon's answers as JSON, and the check that
+ * all of it was written.
  */
 #include "client.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,46 +80,93 @@ size_t cli_hidden_control(const char *s, size_t n)
  * could join with what the next write begins with.  The bidirectional
  * formatting characters too, and what draws nothing or breaks a line
  * where a terminal does not (cli_hidden_control), each byte as \xNN: the
- * name still reads as its bytes, in the order they are.
+ * name still reads as its bytes, in the order they are.  The one rule:
+ * printable(), printable_lines() and cli_error() all show text by it.
  */
-static char *shown(const char *s, size_t n, bool lines)
+size_t cli_escape_next(const char *s, size_t n, unsigned how, char out[17])
 {
-	char *out = malloc(n * 4 + 1), *w = out;
-	size_t i, len;
+	unsigned char ch = s[0];
+	size_t len = corral_utf8_char(s, n), hidden = len ? cli_hidden_control(s, len) : 0;
+	char *w = out;
+
+	if (hidden) {
+		for (size_t k = 0; k < hidden; k++)
+			w += sprintf(w, "\\x%02x", (unsigned char)s[k]);
+		return hidden;
+	}
+	if ((ch == '\n' && (how & CLI_KEEP_NEWLINE)) || (ch == '\t' && (how & CLI_KEEP_TAB))) {
+		out[0] = (char)ch, out[1] = '\0';
+		return 1;
+	}
+	if (len == 0 || ch < 0x20 || ch == 0x7f ||
+	    (ch == 0xc2 && (unsigned char)s[1] <= 0x9f)) {
+		/* one byte at a time: a C1's second byte is then invalid */
+		sprintf(out, "\\x%02x", ch);
+		return 1;
+	}
+	memcpy(out, s, len);
+	out[len] = '\0';
+	return len;
+}
+
+static char *shown(const char *s, size_t n, unsigned how)
+{
+	char *out = malloc(n * 4 + 1), *w = out, piece[17];
 
 	if (!out)
 		return NULL;
-	for (i = 0; i < n; i += len) {
-		unsigned char ch = s[i];
-
-		len = corral_utf8_char(s + i, n - i);
-		if (len && cli_hidden_control(s + i, len)) {
-			for (size_t k = 0; k < len; k++)
-				w += sprintf(w, "\\x%02x", (unsigned char)s[i + k]);
-		} else if (lines && (ch == '\n' || ch == '\t')) {
-			*w++ = (char)ch;
-		} else if (len == 0 || ch < 0x20 || ch == 0x7f ||
-		    (ch == 0xc2 && (unsigned char)s[i + 1] <= 0x9f)) {
-			/* one byte at a time: a C1's second byte is then invalid */
-			w += sprintf(w, "\\x%02x", ch);
-			len = 1;
-		} else {
-			memcpy(w, s + i, len);
-			w += len;
-		}
+	for (size_t i = 0; i < n; ) {
+		i += cli_escape_next(s + i, n - i, how, piece);
+		w = stpcpy(w, piece);
 	}
 	*w = '\0';
 	return out;
 }
 
+/*
+ * An error often quotes what an image, a sandbox or a daemon's client
+ * wrote (an image's Env, a file's name): its control bytes are shown as
+ * \xNN, never sent to the operator's terminal as escape sequences.  A
+ * newline too: one in an image's Env began a line of the image's own
+ * ("corral: imported ...") under ours; every message here is one line.
+ */
+void cli_error(const char *fmt, ...)
+{
+	/*
+	 * Room for two whole paths and a library error after them: in 4096
+	 * bytes a path of 4000 ("%s: %s", path, strerror) cut the reason off
+	 */
+	char buf[2 * PATH_MAX + 2 * CORRAL_ERR_MAX];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	cli_json_note(buf);
+	cli_ground_terminal(stderr);
+	fputs("corral: ", stderr);
+	/*
+	 * By printable()'s rule (cli_escape_next), a tab kept: a
+	 * lone 0x9b of a layer's file name, U+009B of an image's Env (CSI to
+	 * xterm), a character cut short (it joins what follows) as \xNN
+	 */
+	for (size_t i = 0, n = strlen(buf); i < n; ) {
+		char piece[17];
+
+		i += cli_escape_next(buf + i, n - i, CLI_KEEP_TAB, piece);
+		fputs(piece, stderr);
+	}
+	fputc('\n', stderr);
+}
+
 char *printable(const char *s, size_t n)
 {
-	return shown(s, n, false);
+	return shown(s, n, 0);
 }
 
 char *printable_lines(const char *s, size_t n)
 {
-	return shown(s, n, true);
+	return shown(s, n, CLI_KEEP_NEWLINE | CLI_KEEP_TAB);
 }
 
 /*

@@ -1192,6 +1192,21 @@ EOF2
 	stop_daemon
 }
 
+# A label is what its sandbox's creator chose (an MCP agent's
+# sandbox_create too): `corral ls` shows KEY=VALUE,... and a value
+# "ci,approved=yes" read as two labels; each "," and "=" in a key or a
+# value is \x2c and \x3d now, its controls \xNN as before.
+t_cli_ls_labels_keep_their_separators() {
+	start_daemon
+	code=$(api POST /v1/sandboxes -d '{"labels": {"owner": "ci,approved=yes", "k=\u001b]0;t\u0007": "\u009b2J\u202e"}}')
+	expect_code "create" "$code" 201 || return 1
+	"$CORRAL" ls --socket "$SOCK" > "$T/o" 2> "$T/e" < /dev/null || fail "ls: $(cat "$T/e")"
+	expect_contains "a value's separators" "$(< "$T/o")" 'owner=ci\x2capproved\x3dyes'
+	expect_contains "a key's" "$(< "$T/o")" 'k\x3d\x1b]0;t\x07=\xc2\x9b2J\xe2\x80\xae'
+	! LC_ALL=C grep -q $'\x1b\|\x07\|\xc2\x9b\|\xe2\x80\xae' "$T/o" || fail "raw: $(od -c "$T/o" | head)"
+	stop_daemon
+}
+
 # A sandbox id the daemon does not know (mistyped, or of one gone): each
 # client verb says the daemon's 404 and points to `corral ls`, which lists
 # what there is; it said 'no sandbox "x" (HTTP 404)' alone.  The daemon's

@@ -626,6 +626,21 @@ TEST(errors_shown_by_the_one_rule)
 	free(s);
 }
 
+/*
+ * A label's key and value in `corral ls`: "," and "=" as \x2c and \x3d,
+ * so that each one shown is corral's separator, and controls as ever.
+ */
+TEST(label_fields_keep_their_separators)
+{
+	char *s = printable_field("ci,approved=yes\x1b[2J", 19);
+
+	CHECK(s && !strcmp(s, "ci\\x2capproved\\x3dyes\\x1b[2J"));
+	free(s);
+	s = printable("a,b=c", 5);
+	CHECK(s && !strcmp(s, "a,b=c"));
+	free(s);
+}
+
 static int check_status(long status, const char *body)
 {
 	struct reply r = { .status = status, .buf = (char *)body,

@@ -97,13 +97,20 @@ char *printable(const char *s, size_t n);
 /* printable(), but a newline and a tab are themselves: text of lines */
 char *printable_lines(const char *s, size_t n);
 /*
+ * printable(), and "," and "=" as \x2c and \x3d too: a key or a value of
+ * a KEY=VALUE,... list (`corral ls`'s labels), where a label the sandbox's
+ * agent chose ("a,approved=yes") would read as two.
+ */
+char *printable_field(const char *s, size_t n);
+/*
  * The one rule all of the above and cli_error() show text by: the
  * character at s (n > 0 bytes left) as it is to be shown, into out, NUL
  * ended; returns the bytes of s it took (at least 1).  how: CLI_KEEP_*,
- * what stays itself.
+ * what stays itself; CLI_ESCAPE_SEPARATORS, "," and "=" as \xNN.
  */
 #define CLI_KEEP_NEWLINE	1u
 #define CLI_KEEP_TAB		2u
+#define CLI_ESCAPE_SEPARATORS	4u
 size_t cli_escape_next(const char *s, size_t n, unsigned how, char out[17]);
 /*
  * The length of the bidirectional formatting character at s (U+061C,

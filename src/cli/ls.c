@@ -25,7 +25,9 @@ static const struct verb ls_verb = {
 "  CPU       CPU-seconds used so far\n"
 "  MEM PEAK  the most memory it used at once\n"
 "  LABELS    KEY=VALUE,... from `corral create --label`\n"
-"Bytes of a label that a terminal would act on are shown as \\xNN.\n"
+"Bytes of a label that a terminal would act on are shown as \\xNN, and so\n"
+"are a \",\" or \"=\" in a key or a value (\\x2c, \\x3d): each \",\" and\n"
+"\"=\" shown is corral's.\n"
 "\n"
 "Options:\n"
 "  --json               print the daemon's answer, {\"sandboxes\": [...]}, with\n"
@@ -136,14 +138,19 @@ static char *mem_cell(const json_t *meters)
 	return strdup(buf);
 }
 
+/*
+ * KEY=VALUE,... with each key and value as printable_field() shows it: a
+ * label is what its creator chose (an MCP agent's sandbox_create too),
+ * and {"owner": "ci,approved=yes"} read as two labels.
+ */
 static char *labels_cell(const json_t *labels)
 {
 	const char *key;
-	char *buf = NULL, *safe;
+	char *buf = NULL;
 	size_t size = 0;
 	json_t *val;
 	FILE *m;
-	bool first = true;
+	bool first = true, ok = true;
 
 	if (!json_object_size(labels))
 		return strdup("-");
@@ -152,17 +159,20 @@ static char *labels_cell(const json_t *labels)
 		return NULL;
 	json_object_foreach((json_t *)labels, key, val) {
 		const char *s = json_string_value(val);
+		char *k = printable_field(key, strlen(key));
+		char *v = printable_field(s ? s : "?", s ? json_string_length(val) : 1);
 
-		fprintf(m, "%s%s=%s", first ? "" : ",", key, s ? s : "?");
+		ok = ok && k && v;
+		fprintf(m, "%s%s=%s", first ? "" : ",", k ? k : "", v ? v : "");
+		free(k);
+		free(v);
 		first = false;
 	}
-	if (fclose(m) == EOF) {
+	if (fclose(m) == EOF || !ok) {
 		free(buf);
 		return NULL;
 	}
-	safe = printable(buf, size);
-	free(buf);
-	return safe;
+	return buf;
 }
 
 static int fill_row(struct row *r, const json_t *sb, time_t now)

@@ -99,6 +99,7 @@ size_t cli_escape_next(const char *s, size_t n, unsigned how, char out[17])
 		return 1;
 	}
 	if (len == 0 || ch < 0x20 || ch == 0x7f ||
+	    ((ch == ',' || ch == '=') && (how & CLI_ESCAPE_SEPARATORS)) ||
 	    (ch == 0xc2 && (unsigned char)s[1] <= 0x9f)) {
 		/* one byte at a time: a C1's second byte is then invalid */
 		sprintf(out, "\\x%02x", ch);
@@ -167,6 +168,11 @@ char *printable(const char *s, size_t n)
 char *printable_lines(const char *s, size_t n)
 {
 	return shown(s, n, CLI_KEEP_NEWLINE | CLI_KEEP_TAB);
+}
+
+char *printable_field(const char *s, size_t n)
+{
+	return shown(s, n, CLI_ESCAPE_SEPARATORS);
 }
 
 /*

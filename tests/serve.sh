@@ -1160,17 +1160,22 @@ t_cli_with_stdio_closed() {
 	expect_eq "exec 2>&- <&-: stdout" "$(cat "$T/o")" out
 }
 
-# `corral logs` writes each call's output as it was, then corral's lines
-# (the next header, and the shell's prompt after it): a call whose output
-# ended inside a DCS string had the terminal swallow them.  On a terminal
-# the string is ended and the rendition reset after each output (ST, SI,
-# ESC ( B, SGR 0).
-t_cli_logs_header_seen_after_output() {
+# `corral logs` on a terminal wrote a background process's output as it
+# was: its OSC 52 set the operator's clipboard, its CSI 21 t asked for the
+# window's title as typed input, its DECRQSS for a reply, its ESC [ 1 A
+# ESC [ 2 K erased the "== pid" header above, its U+009B (CSI as xterm
+# takes it in UTF-8) cleared the screen, an open DCS swallowed the next
+# header.  On a terminal the output is shown as `cp ID:FILE -` shows a
+# file (controls as \xNN, line breaks and tabs kept); to a file or a
+# pipe the bytes are as the process wrote them.
+t_cli_logs_shown_on_a_terminal() {
 	local id
 	start_daemon
 	id=$("$CORRAL" create --socket "$SOCK" 2> "$T/e" < /dev/null) || fail "create: $(cat "$T/e")"
-	timeout 30 "$CORRAL" exec --background --socket "$SOCK" "$id" -- /bin/sh -c \
-		'printf "one\033P"' > /dev/null 2>&1 < /dev/null || fail "exec one"
+	printf 'one\033]52;c;b3duZWQ=\007\033[21t\033P$qm\033\\\tx\n\033[1A\033[2K\302\2332J\342\200\256r\rcut\033P' > "$T/one"
+	"$CORRAL" cp --socket "$SOCK" "$T/one" "$id":/tmp/one > /dev/null 2> "$T/e" < /dev/null || fail "cp: $(cat "$T/e")"
+	timeout 30 "$CORRAL" exec --background --socket "$SOCK" "$id" -- /bin/cat /tmp/one \
+		> /dev/null 2>&1 < /dev/null || fail "exec one"
 	timeout 30 "$CORRAL" exec --background --socket "$SOCK" "$id" -- /bin/echo two \
 		> /dev/null 2>&1 < /dev/null || fail "exec two"
 	# both written (bounded: 100 looks)
@@ -1179,14 +1184,27 @@ t_cli_logs_header_seen_after_output() {
 		[ "$(grep -c '^== pid.*exited with status 0' "$T/logs")" = 2 ] && break
 		nap 0.05
 	done
+	# to a file: the bytes, the header before them
+	$PY - "$T/logs" "$T/one" <<'EOF2' || fail "to a file: $(od -c "$T/logs" | head -20)"
+import sys
+logs, one = (open(f, "rb").read() for f in sys.argv[1:])
+# the newest first: the header of one after two's output
+assert logs.endswith(b"/bin/cat /tmp/one\n-- stdout\n" + one + b"\n"), logs
+EOF2
 	/usr/bin/python3 "$HERE/ptyrun.py" -- "$CORRAL" logs --socket "$SOCK" "$id" > "$T/r"
-	/usr/bin/python3 - "$T/r" <<'EOF2' || fail "the header after ESC P: $(head -c 600 "$T/r")"
+	expect_eq "on a terminal: exit" "$(json exit < "$T/r")" 0
+	$PY - "$T/r" <<'EOF2' || fail "on a terminal: $(head -c 900 "$T/r")"
 import json, sys
 out = json.load(open(sys.argv[1]))["output"]
-i = out.index("one\x1bP") + 5
-# the string ended first, the rendition reset last (term_after.py: the rest)
-seg = out[i:out.index("\r\n", i)]
-sys.exit(not (seg.startswith("\x1b\\") and seg.endswith("\x0f\x1b(B\x1b[0m")))
+for c in "\x1b\x07\x9b\u202e":
+    assert c not in out, (c, out)
+assert "\r" not in out.replace("\r\n", ""), out
+want = "-- stdout\r\ntwo\r\n== pid "
+assert want in out, out
+want = ("/bin/cat /tmp/one\r\n-- stdout\r\n"
+        "one\\x1b]52;c;b3duZWQ=\\x07\\x1b[21t\\x1bP$qm\\x1b\\\tx\r\n"
+        "\\x1b[1A\\x1b[2K\\xc2\\x9b2J\\xe2\\x80\\xaer\\x0dcut\\x1bP\r\n")
+assert out.endswith(want), out
 EOF2
 	"$CORRAL" rm --socket "$SOCK" "$id" > /dev/null 2>&1 < /dev/null || fail "rm $id"
 	stop_daemon

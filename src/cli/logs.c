@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const struct verb logs_verb = {
 	.name = "logs",
@@ -19,8 +20,13 @@ static const struct verb logs_verb = {
 "where STATE is \"running\" or how it ended (\"exited with status 0\"), then\n"
 "\"-- stdout\" and \"-- stderr\" each followed by the last 64 KiB of that\n"
 "stream as the daemon keeps it (a stream with nothing in it is left out).\n"
-"The output is shown as the process wrote it.  With PID (as `corral exec\n"
-"--background` printed it), only that process.\n"
+"On a terminal the output is shown as text: its control bytes (escape\n"
+"sequences, a carriage return, C1 controls, bidirectional overrides) as\n"
+"\\xNN, line breaks and tabs as they are; never sent to the terminal to\n"
+"act on.  To a file or a pipe it goes as the process wrote it (a byte that\n"
+"is not UTF-8 as U+FFFD, as the daemon keeps text).  The header's fields\n"
+"are shown as text either way.  With PID (as `corral exec --background`\n"
+"printed it), only that process.\n"
 "\n"
 "Options:\n"
 "  --json               print the daemon's answer instead: with PID, the\n"
@@ -36,27 +42,37 @@ static const struct verb logs_verb = {
 "  corral logs --json \"$id\" 12 | jq -r .stdout\n",
 };
 
+/*
+ * On a terminal the output is shown, not played: its control bytes as
+ * \xNN, line breaks and tabs as they are, as `corral cp ID:FILE -` shows
+ * a file (printable_lines).  Written raw, a background process's OSC 52
+ * set the operator's clipboard, its CSI 21 t asked a terminal that answers
+ * it to type the window's title into the shell, its ESC [ 1 A ESC [ 2 K
+ * erased the "== pid" header above it.  To a file or a pipe, the bytes
+ * as the daemon keeps them (`corral logs ID | less -R` plays them).
+ */
 static int write_stream(const json_t *p, const char *name)
 {
 	const json_t *s = json_object_get(p, name);
 	size_t len = json_string_length(s);
 	const char *text = json_string_value(s);
+	char *shown = NULL;
+	int code = 0;
 
 	if (!len)
 		return 0;
-	printf("-- %s\n", name);
-	/* ^C in the middle of it (a slow terminal): reset before corral ends */
-	cli_terminal_reset_on_signals(true);
-	if (fwrite(text, 1, len, stdout) != len) {
-		cli_terminal_reset_on_signals(false);
-		return EXIT_CORRAL;
+	if (isatty(STDOUT_FILENO)) {
+		shown = printable_lines(text, len);
+		if (!shown)
+			return out_of_memory("showing the log on the terminal");
+		text = shown;
+		len = strlen(shown);
 	}
-	/* the output is the command's, raw: what follows it must be seen */
-	cli_terminal_after_output();
-	cli_terminal_reset_on_signals(false);
-	if (text[len - 1] != '\n' && putchar('\n') == EOF)
-		return EXIT_CORRAL;
-	return 0;
+	if (printf("-- %s\n", name) < 0 || fwrite(text, 1, len, stdout) != len ||
+	    (text[len - 1] != '\n' && putchar('\n') == EOF))
+		code = EXIT_CORRAL;
+	free(shown);
+	return code;
 }
 
 static char *argv_text(const json_t *argv)

@@ -323,6 +323,32 @@ t_usage_and_errors() {
 	expect_contains "listed" "$("$CORRAL" --help)" "audit verify FILE"
 }
 
+# A tampered log is what verify reads, and its reason quotes the bad
+# line (jansson's "near '...'", up to 20 bytes): a line's U+009D
+# "52;c;eA==" U+009C (OSC 52 in C1 controls, UTF-8) set the operator's
+# clipboard through `corral audit verify`, U+009B "2J" (CSI) cleared the
+# screen, a U+202E turned the rest around.  Shown as \xNN; the file's name
+# too, which a directory's listing gave.
+t_verify_quotes_a_tampered_line_as_text() {
+	local f
+	for f in $'osc\xc2\x9d52' $'csi\xe2\x80\xae'; do
+		case $f in
+		osc*) printf '{"seq":1,"a":"\xc2\x9d52;c;eA==\xc2\x9c\x01"}\n' > "$T/$f.jsonl" ;;
+		*) printf '{"seq":1,"a":"\xc2\x9b2J\xe2\x80\xaegnp.sh\x01"}\n' > "$T/$f.jsonl" ;;
+		esac
+		out=$(audit verify "$T/$f.jsonl")
+		expect_eq "$f: exit" "$(rc)" 1
+		! LC_ALL=C grep -q $'\xc2[\x80-\x9f]\|\xe2\x80\xae' "$T/out" ||
+			fail "$f: a control on the terminal: $(od -c "$T/out" | head)"
+	done
+	out=$(audit verify "$T/"$'osc\xc2\x9d52'.jsonl)
+	expect_contains "osc: as text" "$out" \
+		"osc\\xc2\\x9d52.jsonl: line 1: not valid JSON: control character 0x1 near '\"\\xc2\\x9d52;c;eA==\\xc2\\x9c'"
+	out=$(audit verify "$T/"$'csi\xe2\x80\xae'.jsonl)
+	expect_contains "csi: as text" "$out" \
+		"csi\\xe2\\x80\\xae.jsonl: line 1: not valid JSON: control character 0x1 near '\"\\xc2\\x9b2J\\xe2\\x80\\xaegnp.sh'"
+}
+
 run_tests "$@"
 echo "audit ($(id -un 2>/dev/null || id -u)): $PASS passed, $FAIL failed, $SKIP skipped"
 [ -n "$FAILED_NAMES" ] && echo "failed:$FAILED_NAMES"

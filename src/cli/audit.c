@@ -4,6 +4,7 @@
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char audit_usage[] =
@@ -84,6 +85,8 @@ static int audit_verify_cmd(int argc, char **argv)
 {
 	struct corral_err err = { 0 };
 	struct corral_audit_report r;
+	char *file, *why;
+	int code = 0;
 
 	if (argc == 2 && is_help(argv[1])) {
 		fputs(audit_usage, stdout);
@@ -101,12 +104,23 @@ static int audit_verify_cmd(int argc, char **argv)
 		cli_error("%s", err.msg);
 		return 2;
 	}
-	if (r.bad_line) {
-		fprintf(stderr, "%s: %s\n", argv[1], r.reason);
-		return 1;
-	}
-	printf("%s: ok, %s; head %s\n", argv[1], r.reason, r.head);
-	return 0;
+	/*
+	 * The reason may quote the bad line (jansson's "near '...'", up to
+	 * 20 bytes): a tampered log is what this reads, and its U+009D
+	 * "52;c;..." U+009C set the operator's clipboard, U+009B "2J" cleared
+	 * the screen.  Shown as printable() shows text, the FILE too.
+	 */
+	file = printable(argv[1], strlen(argv[1]));
+	why = printable(r.reason, strlen(r.reason));
+	if (!file || !why)
+		code = (cli_error("out of memory saying the verdict"), EXIT_CORRAL);
+	else if (r.bad_line)
+		fprintf(stderr, "%s: %s\n", file, why);
+	else
+		printf("%s: ok, %s; head %s\n", file, why, r.head);
+	free(file);
+	free(why);
+	return code ? code : r.bad_line ? 1 : 0;
 }
 
 enum { OPT_SANDBOX = 256, OPT_CALL, OPT_TYPE };

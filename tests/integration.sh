@@ -2114,6 +2114,24 @@ t_policy_check() {
 	expect_eq "policy env" "$out" hi
 }
 
+# `corral policy check` wrote the loader's sentence as it was, and it
+# quotes the file's value with U+202E, U+2028 and zero-width characters
+# raw ("got "<RLO>gnp.sh"" read as "hs.png"); a project ships the policy
+# its README says to check, and `policy check policies/*.json` names its
+# files: the name's ESC ] 0 retitled the terminal on the "ok" line.
+t_policy_check_quotes_as_text() {
+	local ok=$T/$'ok\x1b]0;t\x07.json'
+	printf '{"limits": {"memory": "x\\u202egnp.sh\\u2028y\\u200bz"}}\n' > "$T/bad.json"
+	printf '{}\n' > "$ok"
+	rc=0; timeout 30 "$CORRAL" policy check "$T/bad.json" "$ok" > "$T/out" 2> "$T/err" || rc=$?
+	expect_eq "exit" "$rc" 1
+	expect_contains "the value as text" "$(< "$T/err")" \
+		'(got "x\xe2\x80\xaegnp.sh\xe2\x80\xa8y\xe2\x80\x8bz")'
+	expect_eq "the name as text" "$(< "$T/out")" "$T/ok\\x1b]0;t\\x07.json: ok"
+	! LC_ALL=C grep -q $'\xe2\x80[\xae\xa8\x8b]\|\x1b' "$T/out" "$T/err" ||
+		fail "raw: $(od -c "$T/out" "$T/err" | head)"
+}
+
 t_shipped_policies_valid() {
 	here=$HERE/../policies
 	for f in "$here"/*.json; do

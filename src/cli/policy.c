@@ -2,6 +2,7 @@
 #include "cli.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char policy_usage[] =
@@ -29,6 +30,21 @@ static const char policy_usage[] =
 "  policies/offline.json: ok\n"
 "  my-policy.json:3:15: limits.memory: not a size, expected a number with\n"
 "  an optional K/M/G/T suffix (got \"1 GB\")\n";
+
+/*
+ * "FILE" WORDS "TEXT", FILE and TEXT as printable() shows text: an error
+ * quotes the file's value, which the loader gives back with U+202E,
+ * U+2028 and zero-width characters as they were ("got \"<RLO>gnp.sh\""),
+ * and a project may ship the policy its README says to check.
+ */
+static void say(FILE *f, const char *file, const char *words, const char *text)
+{
+	char *a = printable(file, strlen(file)), *b = printable(text, strlen(text));
+
+	fprintf(f, "%s%s%s\n", a ? a : "(out of memory)", words, b ? b : "(out of memory)");
+	free(a);
+	free(b);
+}
 
 int cmd_policy(int argc, char **argv)
 {
@@ -81,13 +97,12 @@ int cmd_policy(int argc, char **argv)
 
 		corral_policy_init(&p);
 		if (corral_policy_load_file(&p, argv[i], &err) < 0) {
-			fprintf(stderr, "%s\n", err.msg);
+			say(stderr, "", "", err.msg);
 			bad = 1;
 		} else {
-			printf("%s: ok\n", argv[i]);
+			say(stdout, argv[i], ": ok", "");
 			if (corral_policy_check_host(&p, &err) < 0)
-				fprintf(stderr, "%s: not on this host: %s\n", argv[i],
-					err.msg);
+				say(stderr, argv[i], ": not on this host: ", err.msg);
 		}
 		corral_policy_free(&p);
 	}

@@ -597,6 +597,20 @@ TEST(printable_text)
 	s = printable_lines("a\tb\nc\x1b[2K\r+d\xe2\x80\xae", 15);
 	CHECK(s && !strcmp(s, "a\tb\nc\\x1b[2K\\x0d+d\\xe2\\x80\\xae"));
 	free(s);
+	/*
+	 * What else draws nothing: VS1 and VS17 (a run of selectors carries
+	 * bytes), CGJ, the Hangul fillers, Khmer's inherent vowel, the
+	 * Mongolian vowel separator, as bytes; VS16 after an emoji as it is
+	 */
+	s = printable("a\xef\xb8\x80" "b\xf3\xa0\x84\x80" "c\xcd\x8f" "d\xe3\x85\xa4"
+		      "e\xe1\x85\x9f" "f\xef\xbe\xa0" "g\xe1\x9e\xb4" "h\xe1\xa0\x8e"
+		      "\xe2\x9d\xa4\xef\xb8\x8f", 38);
+	CHECK(s && !strcmp(s, "a\\xef\\xb8\\x80b\\xf3\\xa0\\x84\\x80c\\xcd\\x8f"
+			   "d\\xe3\\x85\\xa4e\\xe1\\x85\\x9ff\\xef\\xbe\\xa0"
+			   "g\\xe1\\x9e\\xb4h\\xe1\\xa0\\x8e\xe2\x9d\xa4\xef\xb8\x8f"));
+	free(s);
+	CHECK(cli_hidden_control("\xf3\xa0\x88\x80", 4) == 0);	/* U+E0200 */
+	CHECK(cli_hidden_control("\xef\xb8\x8e", 3) == 0);	/* VS15 */
 	CHECK(cli_hidden_control("\xf3\xa0\x82\x80", 4) == 0);	/* U+E0080 */
 	CHECK(cli_hidden_control("\xe2\x81\xa5", 3) == 0);	/* U+2065 */
 	CHECK(cli_bidi_control("\xe2\x80", 2) == 0);

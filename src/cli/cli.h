@@ -126,8 +126,14 @@ size_t cli_bidi_control(const char *s, size_t n);
  * length of the one at s, 0 if none.  U+2028 and U+2029 began a line
  * there in an error that is one line; U+200B, U+2060..2064, U+206A..206F,
  * U+FEFF, U+FFF9..FFFB and the tags (U+E0000..E007F, which spell ASCII
- * no person sees and a model reads) hid text in a name.  ZWJ and ZWNJ
- * stay: scripts and emoji are written with them.
+ * no person sees and a model reads) hid text in a name.  So do the
+ * variation selectors (a run of them after one character carries any
+ * bytes, one per selector: "emoji smuggling"), the combining grapheme
+ * joiner, the Hangul fillers (a blank a person reads as a space or as
+ * nothing), Khmer's inherent vowels and the Mongolian vowel separator,
+ * each of which draws nothing.  ZWJ and ZWNJ stay: scripts and emoji are
+ * written with them; and so do VS15 and VS16 (U+FE0E, U+FE0F), which
+ * pick an emoji's text or picture form: a run of them still carries bits.
  */
 size_t cli_hidden_control(const char *s, size_t n);
 /*

@@ -68,6 +68,19 @@ size_t cli_hidden_control(const char *s, size_t n)
 		return 3;	/* U+FEFF (ZWNBSP, BOM); U+FFF9..FFFB */
 	if (n >= 4 && u[0] == 0xf3 && u[1] == 0xa0 && (u[2] == 0x80 || u[2] == 0x81))
 		return 4;	/* the tags, U+E0000..E007F */
+	if (n >= 4 && u[0] == 0xf3 && u[1] == 0xa0 && u[2] >= 0x84 && u[2] <= 0x87)
+		return 4;	/* VARIATION SELECTOR-17..256, U+E0100..E01EF */
+	if (n >= 3 && u[0] == 0xef && u[1] == 0xb8 && u[2] >= 0x80 && u[2] <= 0x8d)
+		return 3;	/* VARIATION SELECTOR-1..14 (15, 16: emoji's) */
+	if (n >= 2 && u[0] == 0xcd && u[1] == 0x8f)
+		return 2;	/* COMBINING GRAPHEME JOINER */
+	if (n >= 3 && ((u[0] == 0xe1 && u[1] == 0x85 && (u[2] == 0x9f || u[2] == 0xa0)) ||
+		       (u[0] == 0xe3 && u[1] == 0x85 && u[2] == 0xa4) ||
+		       (u[0] == 0xef && u[1] == 0xbe && u[2] == 0xa0)))
+		return 3;	/* the Hangul fillers, U+115F, 1160, 3164, FFA0 */
+	if (n >= 3 && u[0] == 0xe1 &&
+	    ((u[1] == 0x9e && (u[2] == 0xb4 || u[2] == 0xb5)) || (u[1] == 0xa0 && u[2] == 0x8e)))
+		return 3;	/* KHMER VOWEL INHERENT AQ, AA; MONGOLIAN VOWEL SEPARATOR */
 	return 0;
 }
 

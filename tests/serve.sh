@@ -4764,6 +4764,98 @@ EOF2
 	stop_daemon
 }
 
+# strict_tls_end MODE [ID]: a strict TLS client (OpenSSL 3 without
+# SSL_OP_IGNORE_UNEXPECTED_EOF, which Debian's Python sets by default)
+# asks start_tls_daemon's daemon for one kind of answer that ends with the
+# connection, reads it to the end, and says how it ended: "close_notify"
+# (b"" after the peer's close_notify), or the SSLError a bare FIN is.
+# MODE: close (a Connection: close answer), http10 (a streamed exec to an
+# HTTP/1.0 request: no chunks, delimited by the close), idle (nothing
+# sent: the daemon's idle timeout), refused (no token: the gate's 401).
+strict_tls_end() {
+	$PY - "$port" "$T/cert.pem" "$T/token" "$1" "${2:-}" <<'EOF2'
+import json, socket, ssl, sys
+port, ca, token, mode, sb = int(sys.argv[1]), sys.argv[2], open(sys.argv[3]).read(), sys.argv[4], sys.argv[5]
+ctx = ssl.create_default_context(cafile=ca)
+ctx.options &= ~ssl.OP_IGNORE_UNEXPECTED_EOF	# Debian's Python sets it
+s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=20),
+                    server_hostname="localhost", suppress_ragged_eofs=False)
+auth = "Authorization: Bearer %s\r\n" % token
+if mode == "close":
+    s.sendall(("GET /v1/health HTTP/1.1\r\nHost: c\r\n%sConnection: close\r\n\r\n" % auth).encode())
+elif mode == "http10":
+    body = json.dumps({"argv": ["seq", "3"], "stream": True})
+    s.sendall(("POST /v1/sandboxes/%s/exec HTTP/1.0\r\nHost: c\r\n%s"
+               "Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+               % (sb, auth, len(body), body)).encode())
+elif mode == "refused":
+    s.sendall(b"GET /v1/health HTTP/1.1\r\nHost: c\r\n\r\n")
+got = b""
+try:
+    while True:
+        b = s.recv(65536)
+        if not b:
+            break
+        got += b
+    end = "close_notify"
+except ssl.SSLError as e:
+    end = "no close_notify: %s" % e
+head, _, body = got.partition(b"\r\n\r\n")
+print((head.split(b"\r\n")[0].decode() or "nothing") + " | " +
+      (body.decode(errors="replace").splitlines() or [""])[-1][:120] + " | " + end)
+EOF2
+}
+
+# An answer that asks to close ends with a close_notify before the FIN:
+# the daemon's were bare FINs (libevent frees its SSL without one), which
+# a strict client reads as "EOF occurred in violation of protocol".
+t_tcp_tls_close_answer_ends_with_close_notify() {
+	front_test
+	local port token out
+	start_tls_daemon || return 1
+	out=$(strict_tls_end close 2>&1)
+	expect_contains "Connection: close" "$out" 'HTTP/1.1 200 OK | {"status":"ok"'
+	expect_contains "its end" "$out" "| close_notify"
+	stop_daemon
+}
+
+# An answer streamed to an HTTP/1.0 request has no chunks and no length:
+# evhttp delimits it by the close, so only a close_notify tells its end
+# from a cut (an attacker's FIN, or the daemon's own on a write timeout).
+t_tcp_tls_http10_stream_ends_with_close_notify() {
+	front_test
+	local port token id out
+	start_tls_daemon || return 1
+	id=$(mksb) || return 1
+	out=$(strict_tls_end http10 "$id" 2>&1)
+	expect_contains "a streamed exec to HTTP/1.0" "$out" "HTTP/1.0 200 OK | "
+	expect_contains "its last line" "$out" '"type":"end"'
+	expect_contains "its end" "$out" "| close_notify"
+	stop_daemon
+}
+
+# A connection idle past --idle-timeout is closed with a close_notify.
+t_tcp_tls_idle_timeout_ends_with_close_notify() {
+	front_test
+	local port token out
+	start_tls_daemon --idle-timeout 1 || return 1
+	out=$(strict_tls_end idle 2>&1)
+	expect_eq "idle, timed out" "$out" "nothing |  | close_notify"
+	stop_daemon
+}
+
+# The gate's refusal of a head (here no token: 401, then the close) ends
+# with a close_notify too.
+t_tcp_tls_refusal_ends_with_close_notify() {
+	front_test
+	local port token out
+	start_tls_daemon || return 1
+	out=$(strict_tls_end refused 2>&1)
+	expect_contains "refused at the door" "$out" "HTTP/1.1 401 "
+	expect_contains "its end" "$out" "| close_notify"
+	stop_daemon
+}
+
 # A file the sandbox truncates while it is sent over https: the daemon
 # lives, and the body is the bytes it read.  The body was a mapping of the
 # file, and TLS's copy of a page past the new end was a SIGBUS that ended

@@ -4856,6 +4856,50 @@ t_tcp_tls_refusal_ends_with_close_notify() {
 	stop_daemon
 }
 
+# An Upgrade in an HTTP/1.0 request is ignored (RFC 9110 7.8: a server
+# MUST): the daemon switched an HTTP/1.0 client to corral-tar or
+# corral-tty with a 101 its version has no such thing as.  The same
+# request in HTTP/1.1 is still upgraded.
+t_upgrade_in_http10_ignored() {
+	front_test
+	local id out
+	start_daemon || return 1
+	id=$(mksb) || return 1
+	out=$($PY - "$SOCK" "$id" 2>&1 <<'EOF2'
+import json, socket, sys
+sock, sb = sys.argv[1:3]
+def first_line(req):
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(20)
+    s.connect(sock)
+    s.sendall(req.encode())
+    got = b""
+    while b"\r\n" not in got:
+        b = s.recv(4096)
+        if not b:
+            break
+        got += b
+    s.close()
+    return got.split(b"\r\n")[0].decode() or "nothing"
+tar = ("PUT /v1/sandboxes/%s/archive?path=/tmp/up HTTP/1.%%d\r\nHost: c\r\n"
+       "Connection: Upgrade\r\nUpgrade: corral-tar\r\nContent-Length: 0\r\n\r\n" % sb)
+body = json.dumps({"argv": ["true"], "tty": True})
+tty = ("POST /v1/sandboxes/%s/exec HTTP/1.%%d\r\nHost: c\r\nConnection: Upgrade\r\n"
+       "Upgrade: corral-tty\r\nContent-Type: application/json\r\n"
+       "Content-Length: %d\r\n\r\n%s" % (sb, len(body), body))
+for what, req in (("tar", tar), ("tty", tty)):
+    for minor in (0, 1):
+        print("%s 1.%d: %s" % (what, minor, first_line(req % minor)))
+EOF2
+)
+	expect_contains "corral-tar in HTTP/1.1" "$out" "tar 1.1: HTTP/1.1 101 "
+	expect_contains "corral-tty in HTTP/1.1" "$out" "tty 1.1: HTTP/1.1 101 "
+	expect_not_contains "no 101 to HTTP/1.0" "$out" "1.0: HTTP/1.1 101"
+	expect_contains "corral-tar in HTTP/1.0: a plain PUT" "$out" "tar 1.0: HTTP/1.0 "
+	expect_contains "corral-tty in HTTP/1.0: a plain exec" "$out" "tty 1.0: HTTP/1.0 "
+	stop_daemon
+}
+
 # A file the sandbox truncates while it is sent over https: the daemon
 # lives, and the body is the bytes it read.  The body was a mapping of the
 # file, and TLS's copy of a page past the new end was a SIGBUS that ended

@@ -4797,6 +4797,142 @@ EOF2
 	stop_daemon
 }
 
+# strict_tls_end MODE [ID]: a strict TLS client (OpenSSL 3 without
+# SSL_OP_IGNORE_UNEXPECTED_EOF, which Debian's Python sets by default)
+# asks start_tls_daemon's daemon for one kind of answer that ends with the
+# connection, reads it to the end, and says how it ended: "close_notify"
+# (b"" after the peer's close_notify), or the SSLError a bare FIN is.
+# MODE: close (a Connection: close answer), http10 (a streamed exec to an
+# HTTP/1.0 request: no chunks, delimited by the close), idle (nothing
+# sent: the daemon's idle timeout), refused (no token: the gate's 401).
+strict_tls_end() {
+	$PY - "$port" "$T/cert.pem" "$T/token" "$1" "${2:-}" <<'EOF2'
+import json, socket, ssl, sys
+port, ca, token, mode, sb = int(sys.argv[1]), sys.argv[2], open(sys.argv[3]).read(), sys.argv[4], sys.argv[5]
+ctx = ssl.create_default_context(cafile=ca)
+ctx.options &= ~ssl.OP_IGNORE_UNEXPECTED_EOF	# Debian's Python sets it
+s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=20),
+                    server_hostname="localhost", suppress_ragged_eofs=False)
+auth = "Authorization: Bearer %s\r\n" % token
+if mode == "close":
+    s.sendall(("GET /v1/health HTTP/1.1\r\nHost: c\r\n%sConnection: close\r\n\r\n" % auth).encode())
+elif mode == "http10":
+    body = json.dumps({"argv": ["seq", "3"], "stream": True})
+    s.sendall(("POST /v1/sandboxes/%s/exec HTTP/1.0\r\nHost: c\r\n%s"
+               "Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+               % (sb, auth, len(body), body)).encode())
+elif mode == "refused":
+    s.sendall(b"GET /v1/health HTTP/1.1\r\nHost: c\r\n\r\n")
+got = b""
+try:
+    while True:
+        b = s.recv(65536)
+        if not b:
+            break
+        got += b
+    end = "close_notify"
+except ssl.SSLError as e:
+    end = "no close_notify: %s" % e
+head, _, body = got.partition(b"\r\n\r\n")
+print((head.split(b"\r\n")[0].decode() or "nothing") + " | " +
+      (body.decode(errors="replace").splitlines() or [""])[-1][:120] + " | " + end)
+EOF2
+}
+
+# An answer that asks to close ends with a close_notify before the FIN:
+# the daemon's were bare FINs (libevent frees its SSL without one), which
+# a strict client reads as "EOF occurred in violation of protocol".
+t_tcp_tls_close_answer_ends_with_close_notify() {
+	front_test
+	local port token out
+	start_tls_daemon || return 1
+	out=$(strict_tls_end close 2>&1)
+	expect_contains "Connection: close" "$out" 'HTTP/1.1 200 OK | {"status":"ok"'
+	expect_contains "its end" "$out" "| close_notify"
+	stop_daemon
+}
+
+# An answer streamed to an HTTP/1.0 request has no chunks and no length:
+# evhttp delimits it by the close, so only a close_notify tells its end
+# from a cut (an attacker's FIN, or the daemon's own on a write timeout).
+t_tcp_tls_http10_stream_ends_with_close_notify() {
+	front_test
+	local port token id out
+	start_tls_daemon || return 1
+	id=$(mksb) || return 1
+	out=$(strict_tls_end http10 "$id" 2>&1)
+	expect_contains "a streamed exec to HTTP/1.0" "$out" "HTTP/1.0 200 OK | "
+	expect_contains "its last line" "$out" '"type":"end"'
+	expect_contains "its end" "$out" "| close_notify"
+	stop_daemon
+}
+
+# A connection idle past --idle-timeout is closed with a close_notify.
+t_tcp_tls_idle_timeout_ends_with_close_notify() {
+	front_test
+	local port token out
+	start_tls_daemon --idle-timeout 1 || return 1
+	out=$(strict_tls_end idle 2>&1)
+	expect_eq "idle, timed out" "$out" "nothing |  | close_notify"
+	stop_daemon
+}
+
+# The gate's refusal of a head (here no token: 401, then the close) ends
+# with a close_notify too.
+t_tcp_tls_refusal_ends_with_close_notify() {
+	front_test
+	local port token out
+	start_tls_daemon || return 1
+	out=$(strict_tls_end refused 2>&1)
+	expect_contains "refused at the door" "$out" "HTTP/1.1 401 "
+	expect_contains "its end" "$out" "| close_notify"
+	stop_daemon
+}
+
+# An Upgrade in an HTTP/1.0 request is ignored (RFC 9110 7.8: a server
+# MUST): the daemon switched an HTTP/1.0 client to corral-tar or
+# corral-tty with a 101 its version has no such thing as.  The same
+# request in HTTP/1.1 is still upgraded.
+t_upgrade_in_http10_ignored() {
+	front_test
+	local id out
+	start_daemon || return 1
+	id=$(mksb) || return 1
+	out=$($PY - "$SOCK" "$id" 2>&1 <<'EOF2'
+import json, socket, sys
+sock, sb = sys.argv[1:3]
+def first_line(req):
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(20)
+    s.connect(sock)
+    s.sendall(req.encode())
+    got = b""
+    while b"\r\n" not in got:
+        b = s.recv(4096)
+        if not b:
+            break
+        got += b
+    s.close()
+    return got.split(b"\r\n")[0].decode() or "nothing"
+tar = ("PUT /v1/sandboxes/%s/archive?path=/tmp/up HTTP/1.%%d\r\nHost: c\r\n"
+       "Connection: Upgrade\r\nUpgrade: corral-tar\r\nContent-Length: 0\r\n\r\n" % sb)
+body = json.dumps({"argv": ["true"], "tty": True})
+tty = ("POST /v1/sandboxes/%s/exec HTTP/1.%%d\r\nHost: c\r\nConnection: Upgrade\r\n"
+       "Upgrade: corral-tty\r\nContent-Type: application/json\r\n"
+       "Content-Length: %d\r\n\r\n%s" % (sb, len(body), body))
+for what, req in (("tar", tar), ("tty", tty)):
+    for minor in (0, 1):
+        print("%s 1.%d: %s" % (what, minor, first_line(req % minor)))
+EOF2
+)
+	expect_contains "corral-tar in HTTP/1.1" "$out" "tar 1.1: HTTP/1.1 101 "
+	expect_contains "corral-tty in HTTP/1.1" "$out" "tty 1.1: HTTP/1.1 101 "
+	expect_not_contains "no 101 to HTTP/1.0" "$out" "1.0: HTTP/1.1 101"
+	expect_contains "corral-tar in HTTP/1.0: a plain PUT" "$out" "tar 1.0: HTTP/1.0 "
+	expect_contains "corral-tty in HTTP/1.0: a plain exec" "$out" "tty 1.0: HTTP/1.0 "
+	stop_daemon
+}
+
 # A file the sandbox truncates while it is sent over https: the daemon
 # lives, and the body is the bytes it read.  The body was a mapping of the
 # file, and TLS's copy of a page past the new end was a SIGBUS that ended

@@ -286,6 +286,8 @@ void archive_put(struct sandbox *sb, struct evhttp_request *req, const char *res
 bool untar_stream_asked(struct evhttp_request *req);
 /* Whether a header's value lists token (comma-separated, any case): api_tty.c */
 bool api_has_token(const char *value, const char *token);
+/* An HTTP/1.1 request's Connection: Upgrade to protocol (api_tty.c; 1.0's ignored) */
+bool api_upgrade_asked(struct evhttp_request *req, const char *protocol);
 void untar_stream_start(struct sandbox *sb, struct evhttp_request *req,
 			const char *path);
 /* A worker was given back: an archive that waits for one is told. */

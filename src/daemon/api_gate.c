@@ -191,13 +191,27 @@ static void conn_free(struct gate_conn *c)
 	}
 }
 
-/* evhttp frees the connection (and our bufferevent with it). */
+/*
+ * evhttp frees the connection (and our bufferevent with it).  Over TLS its
+ * end is a close_notify first, whatever ended it (an answer that closes,
+ * an error, a timeout, a refusal): libevent frees the SSL without one and
+ * shuts the socket bare, and a strict client read every such end as "EOF
+ * occurred in violation of protocol", which it cannot tell from a
+ * truncation (an answer to HTTP/1.0, streamed, is delimited by the close).
+ * Written now, on a socket that does not block: a peer whose window is
+ * full gets the FIN alone (corral_tls_server_end).  Not where an answer
+ * is cut short (its request still the API's, or bytes of it unsent: a
+ * write timeout, a stream given up): there the bare FIN is the truth,
+ * and a close_notify would pass the cut answer off as whole.
+ */
 static void on_conn_close(struct evhttp_connection *evcon, void *arg)
 {
 	struct gate_conn *c = arg;
 
 	if (c->closecb)
 		c->closecb(evcon, c->closecb_arg);
+	if (c->g->tcp && !c->busy && !evbuffer_get_length(bufferevent_get_output(c->bev)))
+		corral_tls_server_end(c->g->d->tls, c->bev);
 	if (c->watch)
 		evbuffer_remove_cb_entry(bufferevent_get_input(c->bev), c->watch);
 	/* gone before admit(): the reference new_conn() took is ours to drop */

@@ -36,6 +36,7 @@
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/http_struct.h>
 
 #include <errno.h>
 #include <signal.h>
@@ -452,14 +453,29 @@ bool api_has_token(const char *value, const char *token)
 	return false;
 }
 
-bool tty_upgrade_asked(struct evhttp_request *req)
+/*
+ * "Connection: Upgrade" and "Upgrade: PROTOCOL" (tokens, any case), in an
+ * HTTP/1.1 request.  An HTTP/1.0 one's Upgrade is ignored (RFC 9110 7.8:
+ * a server MUST): it was honoured, a 101 sent to a client of a version
+ * without one, a cache or proxy before us not knowing the connection
+ * had become another protocol's.  evhttp (2.1) gives the version through
+ * no function; its struct, in the installed compatibility header
+ * <event2/http_struct.h>, holds it as the request line said it.
+ */
+bool api_upgrade_asked(struct evhttp_request *req, const char *protocol)
 {
 	struct evkeyvalq *h = evhttp_request_get_input_headers(req);
 	const char *up = evhttp_find_header(h, "Upgrade");
 	const char *conn = evhttp_find_header(h, "Connection");
 
-	/* "Connection: Upgrade" and "Upgrade: corral-tty" (tokens, any case) */
-	return up && conn && api_has_token(up, "corral-tty") && api_has_token(conn, "upgrade");
+	if (req->major != 1 || req->minor < 1)
+		return false;
+	return up && conn && api_has_token(up, protocol) && api_has_token(conn, "upgrade");
+}
+
+bool tty_upgrade_asked(struct evhttp_request *req)
+{
+	return api_upgrade_asked(req, "corral-tty");
 }
 
 void tty_session_start(struct sandbox *sb, struct evhttp_request *req,

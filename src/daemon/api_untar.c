@@ -458,15 +458,10 @@ static bool spool_room(struct daemon *d, bool tcp, struct api_fault *f)
 	return true;
 }
 
-/* "Connection: Upgrade" and "Upgrade: corral-tar" (tokens, any case). */
+/* "Connection: Upgrade" and "Upgrade: corral-tar", in HTTP/1.1 (api_tty.c). */
 bool untar_stream_asked(struct evhttp_request *req)
 {
-	struct evkeyvalq *h = evhttp_request_get_input_headers(req);
-	const char *up = evhttp_find_header(h, "Upgrade");
-	const char *conn = evhttp_find_header(h, "Connection");
-
-	return up && conn && api_has_token(up, "corral-tar") &&
-	       api_has_token(conn, "upgrade");
+	return api_upgrade_asked(req, "corral-tar");
 }
 
 void untar_stream_start(struct sandbox *sb, struct evhttp_request *req,

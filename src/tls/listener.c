@@ -272,6 +272,15 @@ bool tls_listener_end(struct bufferevent *bev)
 
 	if (!ssl)
 		return false;
+	/*
+	 * Once: the gate ends every connection so as evhttp frees it, also
+	 * one whose upgraded stream sent its close_notify already (and shut
+	 * its socket since: a second one would be written after the FIN).
+	 * Before the handshake is done there is nothing to end (OpenSSL
+	 * refuses: "shutdown while in init").
+	 */
+	if ((SSL_get_shutdown(ssl) & SSL_SENT_SHUTDOWN) || !SSL_is_init_finished(ssl))
+		return true;
 	if (SSL_shutdown(ssl) < 0)
 		ERR_clear_error();	/* its socket full or gone: the FIN ends it */
 	return true;

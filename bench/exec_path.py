@@ -39,6 +39,12 @@ the hypervisor and back), and the p50 from the wakeup to its run, each
 way: where a paced call's time goes that a back-to-back one does not
 spend (BENCH_PACE_MS=100, as serve.py paces, on a host with nothing else
 running; with other work no CPU is idle and the two split alike).
+BENCH_FROZEN=1 makes each call an exec into an idle-frozen sandbox
+(idle_freeze_ms BENCH_FREEZE_MS, default 50; each call waits, after its
+BENCH_PACE_MS, until the sandbox says "frozen", as serve.py's resume
+rows do) and cuts the daemon's first stretch at its writes: the thaw
+(open of freezer.state, the write of THAWED, the look that it took) and
+the audit line of the thaw, then the rest to the call sent.
 BENCH_FAULTS=1 also traces user page faults (every process's: it costs
 each fault a record) and counts the call's process's between the call's
 arrival and its execve, where each is 10-40 us of the caller's wait.
@@ -64,6 +70,15 @@ PACE = int(os.environ.get("BENCH_PACE_MS", "50")) / 1000
 NOLIBC = os.environ.get("BENCH_NOLIBC", "") not in ("", "0")
 FAULTS = os.environ.get("BENCH_FAULTS", "") not in ("", "0")
 WAKEUPS = os.environ.get("BENCH_WAKEUPS", "") not in ("", "0")
+FROZEN = os.environ.get("BENCH_FROZEN", "") not in ("", "0")
+FREEZE_MS = int(os.environ.get("BENCH_FREEZE_MS", "50"))
+FREEZE_TIMEOUT = 5      # seconds, the sandbox to show "frozen"
+# the daemon's writes: in a frozen call the thaw's, then the audit line's
+THAW_EVENTS = ["syscalls:sys_enter_write", "syscalls:sys_exit_write"]
+THAW_STRETCHES = [("the daemon: request read -> thaw written", "req", "thaw"),
+                  ("the thaw's write (THAWED)", "thaw", "thawed"),
+                  ("thawed -> the thaw's audit line", "thawed", "audit"),
+                  ("the audit line -> call sent", "audit", "sent")]
 WAKE_EVENTS = ["sched:sched_wakeup", "power:cpu_idle"]
 IDLE_OUT = 4294967295   # power:cpu_idle's state when a CPU leaves idle
 FAULT = "exceptions:page_fault_user"
@@ -147,6 +162,14 @@ def cut(text, dpid, ipid):
             continue
         r = re.search(r"0x([0-9a-f]+)\s*$", m.group(4))
         ret = int(r.group(1), 16) if r else None
+        if ev in ("sys_enter_write", "sys_exit_write"):
+            # the daemon's (filtered): the thaw's, then the audit line's
+            if cur and "sent" not in cur:
+                if ev == "sys_enter_write":
+                    cur.setdefault("audit" if "thawed" in cur else "thaw", t)
+                elif "thaw" in cur:
+                    cur.setdefault("thawed", t)
+            continue
         if pid == os.getpid() and ev == "sys_exit_sendto":
             sent = t        # the caller's request (its last write)
         elif pid == dpid and ev == "sys_exit_readv" and ret and ret > EXEC_MSG_MIN:
@@ -232,7 +255,7 @@ def main():
             if why:
                 sys.exit(f"exec_path.py: BENCH_NOLIBC: {why}")
             body, what, fields = {"argv": ["/workspace/exit0"]}, "a program without libc", {"workspace": ws}
-        sid, _ = api.create(idle_freeze_ms=0, **fields)
+        sid, _ = api.create(idle_freeze_ms=FREEZE_MS if FROZEN else 0, **fields)
         for _ in range(10):
             api.exec_true(sid, body)
         ipid = init_of(d.pid)
@@ -243,13 +266,16 @@ def main():
                                 (["-e", SWITCH] if WAKEUPS else
                                  ["-e", SWITCH, "--filter", f"next_pid == {os.getpid()}"]) +
                                 sum((["-e", e, "--filter", f"common_pid == {d.pid}"]
-                                     for e in COUNTED), []),
+                                     for e in COUNTED + (THAW_EVENTS if FROZEN else [])), []),
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(PERF_START_S)
         mv = mover_of(d.pid)
         d0, i0, m0 = usage(d.pid), usage(ipid), mover_ms(mv)
         for _ in range(EXECS):
             time.sleep(PACE)
+            if FROZEN:
+                serve.wait_until(f"GET /v1/sandboxes/{sid} to show \"frozen\"",
+                                 lambda: api.state(sid) == "frozen", FREEZE_TIMEOUT)
             api.exec_true(sid, body)
         d1, i1, m1 = usage(d.pid), usage(ipid), mover_ms(mv)
         perf.send_signal(signal.SIGINT)
@@ -269,12 +295,20 @@ def main():
     calls = cut(text, d.pid, ipid)
     if not calls:
         sys.exit("exec_path.py: no call found in perf's record")
-    print(f"a warm exec of {what}, {len(calls)} of {EXECS} calls {PACE * 1000:.0f} ms apart"
+    print(f"{'an idle-frozen' if FROZEN else 'a warm'} exec of {what}, {len(calls)} of {EXECS}"
+          f" calls {PACE * 1000:.0f} ms apart"
           f" ({CORRAL}, {os.cpu_count()} cpus)")
     print(f"  {'':44s} {'p10 us':>8s} {'p50 us':>8s}")
     for name, a, b in STRETCHES:
         v = sorted(c[b] - c[a] for c in calls)
         print(f"  {name:44s} {v[len(v) // 10]:8.0f} {statistics.median(v):8.0f}")
+    if FROZEN:
+        thawed = [c for c in calls if all(k in c for k in ("thaw", "thawed", "audit"))]
+        print(f"  the first stretch, cut at the thaw ({len(thawed)} calls):")
+        for name, a, b in THAW_STRETCHES:
+            v = sorted(c[b] - c[a] for c in thawed)
+            if v:
+                print(f"    {name:42s} {v[len(v) // 10]:8.0f} {statistics.median(v):8.0f}")
     name, a, b = CALLER_STRETCH
     v = sorted(c[b] - c[a] for c in calls if b in c)
     if v:

@@ -1436,6 +1436,25 @@ t_cli_json_local_codes() {
 	stop_daemon
 }
 
+# snapshot prints the daemon's "id": an answer without one went to
+# puts(NULL) (a crash), one with a control to the terminal as it was.
+t_cli_snapshot_id_is_the_daemons_checked() {
+	local rc
+	printf 'HTTP/1.1 201 Created\r\nContent-Type: application/json\r\nContent-Length: 18\r\n\r\n{"sandbox": "sb1"}' > "$T/answer"
+	fake_daemon "$T/fake.sock" "$T/answer"
+	rc=0; timeout 30 "$CORRAL" snapshot --socket "$T/fake.sock" sb1 > "$T/o" 2> "$T/e" < /dev/null || rc=$?
+	wait "$FPID"
+	expect_eq "no id: exit" "$rc" 125
+	expect_contains "no id: said" "$(< "$T/e")" "the daemon's answer holds no \"id\""
+	rm -f "$T/fake.sock"
+	printf 'HTTP/1.1 201 Created\r\nContent-Type: application/json\r\nContent-Length: 21\r\n\r\n{"id": "s\\u001b]0;x"}' > "$T/answer"
+	fake_daemon "$T/fake.sock" "$T/answer"
+	rc=0; timeout 30 "$CORRAL" snapshot --socket "$T/fake.sock" sb1 > "$T/o" 2> "$T/e" < /dev/null || rc=$?
+	wait "$FPID"
+	expect_eq "an id with ESC: exit" "$rc" 0
+	expect_eq "an id with ESC: shown as text" "$(< "$T/o")" 's\x1b]0;x'
+}
+
 # corral events had no --json: its lines are the daemon's, but one it did
 # not write as JSON (a socket that is no corral daemon) came out with
 # \xNN in it, which no JSON parser takes, and its errors were no JSON.

@@ -190,15 +190,18 @@ static int delete_before(const struct mcp_daemon *d, const char *id,
 
 static int reap_one(const struct mcp_daemon *d, const char *id, struct reap_run *run)
 {
-	char why[512];
+	char why[512], *shown;
 	int r = delete_before(d, id, run, why, sizeof(why));
 
 	if (r == 0)
 		fprintf(stderr, "corral mcp: removed sandbox %s, left by the session\n", id);
 	if (r >= 0)
 		return 0;
+	/* why may quote the daemon's answer: shown as text on MCP's stderr */
+	shown = printable(why, strlen(why));
 	fprintf(stderr, "corral mcp: could not remove sandbox %s, made by this session, from the daemon at %s: %s\n",
-		id, d->conn.socket ? d->conn.socket : d->conn.url, why);
+		id, d->conn.socket ? d->conn.socket : d->conn.url, shown ? shown : "(not shown: out of memory)");
+	free(shown);
 	return -1;
 }
 

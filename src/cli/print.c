@@ -456,11 +456,30 @@ int print_json(const json_t *o)
 	return 0;
 }
 
+/*
+ * id may be the daemon's (a snapshot's): an answer without one is said,
+ * not passed to puts(), and one that holds controls is shown as text.
+ */
 int print_id_or_json(const char *id, const json_t *o, bool as_json)
 {
+	char *shown;
+	int r;
+
 	if (as_json)
 		return print_json(o);
-	return puts(id) == EOF ? EXIT_CORRAL : 0;
+	if (!id) {
+		cli_json_code("bad_answer");
+		cli_error("the daemon's answer holds no \"id\"");
+		return EXIT_CORRAL;
+	}
+	shown = printable(id, strlen(id));
+	if (!shown) {
+		cli_error("out of memory");
+		return EXIT_CORRAL;
+	}
+	r = puts(shown) == EOF ? EXIT_CORRAL : 0;
+	free(shown);
+	return r;
 }
 
 int verb_finish(int code)

@@ -22,9 +22,10 @@ ctrd_stop() {
 	kill "$CTRD_PID" 2>/dev/null
 	for _ in $(seq 1 100); do kill -0 "$CTRD_PID" 2>/dev/null || break; sleep 0.05; done
 	kill -9 "$CTRD_PID" 2>/dev/null
-	# the shims it started, each by the pid it wrote
-	for f in "$TEST_TMP"/ctrd/state/io.containerd.runtime.v2.task/*/*/shim.pid; do
-		[ -f "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null
+	# the shims it started: 1.6's v2 shim writes no shim.pid, and each
+	# names our containerd's socket in its command line
+	for p in $(pgrep -f -- "containerd-shim-runc-v2 .*-address $TEST_TMP/ctrd/sock"); do
+		kill -9 "$p" 2>/dev/null
 	done
 	# the containers' rootfs mounts, should a test have failed before delete
 	grep -o "$TEST_TMP/ctrd/[^ ]*/rootfs" /proc/self/mountinfo | sort -u |
@@ -2340,6 +2341,11 @@ c['annotations'] = {'io.corral.allow': 'example.com'}"
 # One private containerd for the suite, started before the tests (each
 # test runs in a subshell of its own) when one of them needs it; CTRD_SKIP
 # says why not.
+# Debian's ctr (containerd 1.6.20) closes a task's IO before it waits for
+# it at the task's delete (fixed upstream in 1.6.22, 34a93a0c2): what the
+# shim copies after ctr learns of the exit is lost, so a command here
+# sleeps a little after its output, as one that ends at once could print
+# nothing (helper-192; runc the same).
 CTRD=$TEST_TMP/ctrd
 CTRD_SKIP=""
 ctr_() { timeout 60 ctr --address "$CTRD/sock" --namespace corral-test "$@"; }
@@ -2397,7 +2403,7 @@ t_containerd_run() {
 	ctrd_ready
 	local out rc=0
 	out=$(ctr_ run --rm --runc-binary "$OCI" --runc-root "$T/root" "$IMAGE" c-run \
-		sh -c 'echo hello from containerd; exit 5' 2>&1) || rc=$?
+		sh -c 'echo hello from containerd; sleep 0.5; exit 5' 2>&1) || rc=$?
 	echo "$out"
 	expect_contains "output" "$out" "hello from containerd"
 	expect_eq "exit status" "$rc" 5
@@ -2417,7 +2423,7 @@ t_containerd_run_tty() {
 	local r
 	/usr/bin/python3 "$HERE/ptyrun.py" -- "$(command -v ctr)" --address "$CTRD/sock" \
 		--namespace corral-test run -t --rm --runc-binary "$OCI" --runc-root "$T/root" \
-		"$IMAGE" c-tty sh -c 'tty; exit 3' > "$T/r"
+		"$IMAGE" c-tty sh -c 'tty; sleep 0.5; exit 3' > "$T/r"
 	cat "$T/r"
 	r=$(pyjq 'v["exit"] == 3 and "/dev/pts/" in v["output"]' "$T/r")
 	if [ "$r" != true ]; then
@@ -2458,7 +2464,7 @@ t_containerd_task_verbs() {
 	ctr_ run -d --runc-binary "$OCI" --runc-root "$T/root" "$IMAGE" c-task busybox sleep 60 ||
 		{ cat "$CTRD/log" | tail -20; fail "ctr run -d"; }
 	local out pid mon
-	out=$(ctr_ task exec --exec-id e1 c-task sh -c 'echo exec-ok; busybox ps' 2>&1)
+	out=$(ctr_ task exec --exec-id e1 c-task sh -c 'echo exec-ok; busybox ps; sleep 0.5' 2>&1)
 	echo "$out"
 	expect_contains "task exec" "$out" "exec-ok"
 	expect_contains "same container" "$out" "sleep 60"

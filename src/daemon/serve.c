@@ -843,7 +843,8 @@ static void raise_fd_limit(void)
 
 /*
  * Each sandbox holds about six fds here, and one with calls up to seven
- * more (its counters' files, kept until it freezes or has been idle 10 s):
+ * more (its counters' files, kept until it freezes or has been idle 10 s;
+ * from its start, until its first tick if no call comes, too):
  * say when the limit is the cap.
  */
 #define FDS_A_BUSY_SANDBOX	13

@@ -25,7 +25,7 @@
 #define MAX_INPUT	(64 * 1024)
 #define MAX_TURNS	200
 
-/* serve.c's state files: this daemon has no state directory */
+/* serve.c's sandbox log: this daemon has no state directory */
 int state_write(struct daemon *d, struct sandbox *sb)
 {
 	(void)d;
@@ -33,10 +33,10 @@ int state_write(struct daemon *d, struct sandbox *sb)
 	return 0;
 }
 
-void state_remove(struct daemon *d, const char *id)
+void state_remove(struct daemon *d, struct sandbox *sb)
 {
 	(void)d;
-	(void)id;
+	(void)sb;
 }
 
 static struct daemon dm;

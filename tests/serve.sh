@@ -703,7 +703,7 @@ t_sandbox_lifecycle() {
 		expect_eq "memory peak" "$(jq 'v["meters"]["memory_peak_bytes"] > 0')" true
 	fi
 	expect_limits "$limits"
-	[ -f "$STATE/sandboxes/$id.json" ] || fail "no state file for $id"
+	grep -qx "+$id" "$STATE/sandboxes.log" || fail "$id not in the sandbox log"
 	# a client's limits.open_files (below the default 1024, so that it
 	# fits any host): its commands' limit, and the audit's create event
 	id2=$(mksb '{"policy": {"limits": {"open_files": 512, "pids": 64}}}')
@@ -726,7 +726,7 @@ t_sandbox_lifecycle() {
 	expect_error "get deleted" "$code" 404 not_found
 	code=$(api DELETE "/v1/sandboxes/$id")
 	expect_error "delete again" "$code" 404 not_found
-	[ ! -e "$STATE/sandboxes/$id.json" ] || fail "state file of $id left"
+	grep -qx -- "-$id" "$STATE/sandboxes.log" || fail "$id's end not in the sandbox log"
 	code=$(api GET /v1/sandboxes)
 	expect_eq "list after delete" "$(jq 'len(v["sandboxes"])') $(jq 'v["sandboxes"][0]["id"]')" "1 $id2"
 	ev=$(grep "\"sandbox\":\"$id\"" "$STATE/audit.jsonl")
@@ -781,7 +781,7 @@ t_create_failure_explained() {
 	expect_eq "none listed" "$(jq 'len(v["sandboxes"])')" 0
 	code=$(api GET /v1/health)
 	expect_eq "none counted" "$(jq 'v["sandboxes"]')" 0
-	expect_eq "no state files" "$(ls "$STATE/sandboxes" | wc -l)" 0
+	expect_eq "none in the sandbox log" "$(grep -c '^+' "$STATE/sandboxes.log" || true)" 0
 	expect_eq "sandbox works after" "$(sbsh "$(mksb)" 'echo ok')" ok
 	stop_daemon
 }
@@ -4178,12 +4178,12 @@ t_daemon_killed() {
 	old=$DPID
 	stop_daemon KILL	# its processes die with it
 	wait_gone "the sleeper, after the daemon's death" 5 alive_pid "$hp"
-	[ -f "$STATE/sandboxes/$id.json" ] || fail "no state file left for the next start"
+	grep -qx "+$id" "$STATE/sandboxes.log" || fail "$id not in the sandbox log for the next start"
 	start_daemon
 	wait_gone "stale cgroups of the killed daemon $old" 5 cgroups_of "$old"
 	code=$(api GET "/v1/events?sandbox=$id")
 	expect_contains "lost" "$(< "$T/body")" '"type":"sandbox.lost"'
-	[ ! -e "$STATE/sandboxes/$id.json" ] || fail "the lost sandbox's state file is still there"
+	! grep -q -- "$id" "$STATE/sandboxes.log" || fail "the lost sandbox is still in the sandbox log"
 	code=$(api GET /v1/sandboxes)
 	expect_eq "none listed" "$(jq 'len(v["sandboxes"])')" 0
 	code=$(api GET "/v1/sandboxes/$id")
@@ -4199,6 +4199,48 @@ t_daemon_killed() {
 	expect_code "the first still answers" "$code" 200
 	stop_daemon
 	out=$("$CORRAL" audit verify "$STATE/audit.jsonl" 2>&1) || fail "audit verify: $out"
+}
+
+# The sandbox log (serve.c: STATE/sandboxes.log, a line as a sandbox is
+# handed out and one as it goes): after a crash, the sandboxes that were
+# live are said lost, those destroyed before it are not, nor are the
+# many a long-running daemon made and destroyed (the log is written
+# afresh without them: it stays short).  A daemon before the log left a
+# file a sandbox in STATE/sandboxes: those are said lost too.
+sandbox_lost() {	# sandbox_lost ID: whether the audit log says ID was lost
+	grep "\"sandbox\":\"$1\"" "$STATE/audit.jsonl" | grep -q '"type":"sandbox.lost"'
+}
+
+t_daemon_killed_record() {
+	local live gone ids=() i n code
+	start_daemon
+	live=$(mksb) || return
+	gone=$(mksb) || return
+	code=$(api DELETE "/v1/sandboxes/$gone")
+	expect_code "delete $gone" "$code" 200
+	# 2 lines a sandbox, 70 of them: past the 128 lines a log is written afresh at
+	for ((i = 0; i < 70; i++)); do
+		ids+=("$(mksb)") || return
+		code=$(api DELETE "/v1/sandboxes/${ids[i]}")
+		expect_code "delete ${ids[i]}" "$code" 200 || return
+	done
+	n=$(wc -l < "$STATE/sandboxes.log")
+	[ "$n" -lt 128 ] || fail "the sandbox log has $n lines for 1 live sandbox"
+	grep -qx "+$live" "$STATE/sandboxes.log" || fail "$live not in the sandbox log after its rewrite"
+	stop_daemon KILL
+	# what a daemon before the log left
+	mkdir -p "$STATE/sandboxes"
+	echo '{}' > "$STATE/sandboxes/sb-0ld0ne0f1le0.json"
+	start_daemon
+	sandbox_lost "$live" || fail "$live, live at the crash, not said lost"
+	sandbox_lost sb-0ld0ne0f1le0 || fail "the old daemon's sandbox not said lost"
+	[ ! -e "$STATE/sandboxes" ] || fail "the old daemon's STATE/sandboxes left: $(ls "$STATE/sandboxes")"
+	! sandbox_lost "$gone" || fail "$gone, destroyed before the crash, said lost"
+	for i in "${ids[@]}"; do
+		! sandbox_lost "$i" || fail "$i, destroyed before the crash, said lost"
+	done
+	[ ! -s "$STATE/sandboxes.log" ] || fail "the sandbox log after the start: $(head -c 200 "$STATE/sandboxes.log")"
+	stop_daemon
 }
 
 # The sandboxes die with the daemon whatever their state: an idle-frozen

@@ -19,7 +19,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-/* serve.c's state files: this daemon has no state directory */
+/* serve.c's sandbox log: this daemon has no state directory */
 int state_write(struct daemon *d, struct sandbox *sb)
 {
 	(void)d;
@@ -27,10 +27,10 @@ int state_write(struct daemon *d, struct sandbox *sb)
 	return 0;
 }
 
-void state_remove(struct daemon *d, const char *id)
+void state_remove(struct daemon *d, struct sandbox *sb)
 {
 	(void)d;
-	(void)id;
+	(void)sb;
 }
 
 /* ---- the routing tables ----------------------------------------------------- */

@@ -162,6 +162,7 @@ struct sandbox {
 	size_t nprocs;
 	bool ready;
 	bool pooled;			/* built ahead, not handed out yet */
+	bool recorded;			/* in STATE/sandboxes.log (serve.c) */
 	struct lease *lease;		/* bound to (api_leases.c), or NULL */
 	/* the TCP peer that created it (api_peer_key); "": the unix socket's */
 	char peer[DAEMON_PEER_KEY_MAX];
@@ -260,6 +261,14 @@ struct daemon {
 	char tcp_since_time[24];
 	unsigned http_timeout_s;	/* evhttp's read and write timeout (serve.c) */
 	int lock_fd;
+	/*
+	 * STATE/sandboxes.log, appended to: "+ID" as a sandbox is handed
+	 * out, "-ID" as it goes (serve.c: state_write); its bytes and lines
+	 * so far, and the sandboxes it holds, for its compaction.
+	 */
+	int record_fd;
+	off_t record_bytes;
+	size_t record_lines, nrecorded;
 	int watchdog_fd;		/* its pipe: EOF when we are gone */
 	pid_t watchdog_pid;
 };
@@ -281,6 +290,6 @@ void pool_fill(struct daemon *d);
 
 /* serve.c */
 int state_write(struct daemon *d, struct sandbox *sb);
-void state_remove(struct daemon *d, const char *id);
+void state_remove(struct daemon *d, struct sandbox *sb);
 
 #endif

@@ -101,7 +101,7 @@ void sandbox_destroy(struct sandbox *sb, const char *why)
 	d->nsandboxes--;
 	/* a call it cuts short says why (a TTL is a limit that bit) */
 	corral_box_destroy_for(sb->box, why);
-	state_remove(d, sb->id);
+	state_remove(d, sb);
 	json_decref(sb->labels);
 	free(sb);
 }

@@ -559,6 +559,7 @@ static void box_ready(struct corral_box *b)
 	events_emit(b->ev, "sandbox.ready", json_pack("{s:i, s:s, s:i, s:i}",
 		    "landlock_abi", b->sb->landlock_abi, "limits", cg_mode_name(b->cg),
 		    "pid", (int)b->sb->pid, "sandbox_pid", 1));
+	call_counters_keep(b);
 	box_arm_idle(b);
 	call_arm_spare(b);
 	if (b->o.on_ready)

@@ -336,6 +336,8 @@ void call_drop_spare(struct corral_box *b);
  * at most LINGER_VISIT_MAX of them, the next ones in turn).
  */
 void call_sweep_lingering(struct corral_box *b, bool all);
+/* Keep the box's counters' files open from its start, for its first call. */
+void call_counters_keep(struct corral_box *b);
 /* Close the box's counters' files once it is frozen or long idle. */
 void call_counters_rest(struct corral_box *b);
 /*

@@ -2451,6 +2451,18 @@ void call_sweep_lingering(struct corral_box *b, bool all)
 }
 
 /*
+ * From the box's start: its first call comes next as a rule, and the
+ * reads before it (the idle timer's, the meter's at the call) opened
+ * three of those files once more each and closed them again, the CPU
+ * twice (issue 17: a burst of creates and first calls is bound by the
+ * daemon's CPU).  A box that gets no call drops them at its tick.
+ */
+void call_counters_keep(struct corral_box *b)
+{
+	cg_keep_counters(b->cg, BOX_COUNTERS);
+}
+
+/*
  * A daemon's many idle boxes do not hold their counters' files (five to
  * seven fds each): closed once the box is frozen, or has had no call for
  * BOX_COUNTERS_KEEP_MS.  On the box's tick.

@@ -212,14 +212,14 @@ static void record_read(const char *path, json_t *lost)
 	char *line = NULL;
 	size_t cap = 0;
 	ssize_t n;
+	struct corral_err err;
 	FILE *f = fopen(path, "re");
 
 	while (f && (n = getline(&line, &cap, f)) > 0) {
 		if (line[n - 1] != '\n' || n < 3 || n > 64)
 			continue;	/* cut short by a crash: never a whole id */
 		line[n - 1] = '\0';
-		if (strspn(line + 1, "abcdefghijklmnopqrstuvwxyz"
-			   "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") != (size_t)n - 2)
+		if (corral_check_sandbox_id(line + 1, &err) < 0)
 			continue;
 		if (line[0] == '+')
 			json_object_set_new(lost, line + 1, json_integer(0));

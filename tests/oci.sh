@@ -1516,6 +1516,34 @@ t_refuses_hooks() {
 	refused 'c["hooks"] = {"prestart": [{"path": "/bin/sh"}]}' "hooks.prestart refused"
 }
 
+# Docker's hook, in every config.json dockerd writes (`--network none`
+# too): dockerd's own binary by its pid, to learn the container's netns.
+# Not run, and the container runs; refused, no `docker run` ever ran.  Any
+# other hook, or that one's shape changed, is refused as before.
+DOCKER_HOOK="{'path': '/proc/$$/exe', 'args': ['libnetwork-setkey', '-exec-root=/run/docker', 'c0ffee', 'a8196938cc9e']}"
+t_network_hook_of_docker_not_run() {
+	need_root
+	bundle "$T/b" '["sh", "-c", "echo ran; exit 3"]' "c['hooks'] = {'prestart': [$DOCKER_HOOK]}"
+	/usr/bin/python3 "$SHIM" "$OCI" "$T/root" "$T/b" c1 > "$T/shim" 2>&1 ||
+		{ cat "$T/shim"; fail "shim"; }
+	cat "$T/shim"
+	expect_contains "Docker's hook passed over" "$(cat "$T/shim")" "ran"
+	expect_contains "its exit" "$(cat "$T/shim")" "exit 3"
+	oci delete c1
+	local h="$DOCKER_HOOK" edit
+	for edit in "{'poststart': [$h]}" "{'createRuntime': [$h]}" \
+		    "{'prestart': [$h, $h]}" "{'prestart': [$h, {'path': '/bin/sh'}]}" \
+		    "{'prestart': [$h], 'poststop': [{'path': '/bin/sh'}]}" \
+		    "{'prestart': [dict($h, path='/usr/sbin/dockerd')]}" \
+		    "{'prestart': [dict($h, path='/proc/self/exe')]}" \
+		    "{'prestart': [dict($h, path='/proc/1/exe/../../../bin/sh')]}" \
+		    "{'prestart': [dict($h, args=['sh', '-exec-root=/run/docker', 'x', 'y'])]}" \
+		    "{'prestart': [dict($h, args=$h['args'] + ['more'])]}" \
+		    "{'prestart': [dict($h, env=['LD_PRELOAD=/tmp/x.so'])]}"; do
+		refused "c['hooks'] = $edit" "refused: hooks run host programs as root"
+	done
+}
+
 # The root a bundle names must be an image's tree, never the host's
 t_refuses_rootfs_escape() {
 	need_root

@@ -772,20 +772,67 @@ static int check_masks(json_t *lnx, struct corral_err *err)
 	return 0;
 }
 
+/*
+ * Docker's own hook, which every `docker run` has (`--network none`
+ * too): dockerd runs itself again, `/proc/<its pid>/exe libnetwork-setkey
+ * -exec-root=DIR ID CONTROLLER`, with the container's state on stdin, to
+ * learn its network namespace and move its network's interface (a
+ * bridge's veth) in.  corral does not run it, and passing over it weakens
+ * nothing: the container's network is corral's own (loopback, or the
+ * policy's proxy) whatever Docker's network says.  Refused, it was the
+ * end of every container Docker started.  Only this shape is passed
+ * over; any other hook, or this one among others, is refused.
+ */
+static bool docker_network_hook(const char *stage, json_t *hook)
+{
+	const char *path = json_string_value(json_object_get(hook, "path"));
+	json_t *args = json_object_get(hook, "args");
+	const char *a0 = json_string_value(json_array_get(args, 0));
+	const char *a1 = json_string_value(json_array_get(args, 1));
+	const char *p;
+
+	if (strcmp(stage, "prestart") || !path || json_array_size(args) != 4 ||
+	    json_object_get(hook, "env") || json_object_get(hook, "timeout"))
+		return false;
+	/* /proc/<pid>/exe: dockerd's own binary, by its pid */
+	if (strncmp(path, "/proc/", 6) || path[6] < '1' || path[6] > '9')
+		return false;
+	for (p = path + 6; *p >= '0' && *p <= '9'; p++)
+		;
+	if (strcmp(p, "/exe"))
+		return false;
+	return a0 && !strcmp(a0, "libnetwork-setkey") && a1 &&
+	       !strncmp(a1, "-exec-root=/", 12) &&
+	       json_is_string(json_array_get(args, 2)) &&
+	       json_is_string(json_array_get(args, 3));
+}
+
+static int refuse_hooks(json_t *hooks, struct corral_err *err)
+{
+	const char *key;
+	json_t *v;
+
+	json_object_foreach(hooks, key, v) {
+		if (!json_array_size(v))
+			continue;
+		if (json_array_size(v) == 1 && docker_network_hook(key, json_array_get(v, 0)))
+			continue;
+		return corral_set_err(err, -EPERM, "hooks.%s refused: hooks run "
+				      "host programs as root", key);
+	}
+	return 0;
+}
+
 static int refuse_extras(json_t *doc, json_t *lnx, struct corral_err *err)
 {
-	json_t *hooks = json_object_get(doc, "hooks");
 	const char *key;
 	json_t *v;
 	int r = check_masks(lnx, err);
 
+	if (r == 0)
+		r = refuse_hooks(json_object_get(doc, "hooks"), err);
 	if (r < 0)
 		return r;
-
-	json_object_foreach(hooks, key, v)
-		if (json_array_size(v))
-			return corral_set_err(err, -EPERM, "hooks.%s refused: hooks run "
-					      "host programs as root", key);
 	/*
 	 * net.*: the container's own network namespace, which has only
 	 * loopback (podman sets net.ipv4.ping_group_range for every one):

@@ -2316,7 +2316,7 @@ t_pod_network() {
 	command -v ip > /dev/null || skip "iproute2 is not installed"
 	local ns=corral-oci-$$-$RANDOM
 	ip netns add "$ns" || fail "ip netns add"
-	trap "ip netns del $ns" EXIT
+	trap "ip netns del $ns; umount '$T/hostnet' 2>/dev/null || true" EXIT
 	ip -n "$ns" link set lo up && ip -n "$ns" addr add 10.123.45.67/32 dev lo ||
 		fail "an address in $ns"
 	local edit="
@@ -2347,6 +2347,23 @@ for n in c['linux']['namespaces']:
 	expect_eq "the host's tcp_max_tw_buckets" "$(cat /proc/sys/net/ipv4/tcp_max_tw_buckets)" "$host_tw"
 	expect_contains "the pod's tcp_max_tw_buckets" "$(cat "$T/shim")" "tw $pod_tw"
 
+	# the host's own is never a pod's: Docker's `--network host` names it
+	# by a path, a bind in its exec root (joined, the container was on the
+	# host's interfaces); by /proc or by such a bind, it is refused
+	local hostns
+	for hostns in /proc/self/ns/net "$T/hostnet"; do
+		[ "$hostns" != "$T/hostnet" ] || { touch "$T/hostnet" &&
+			mount --bind "/proc/$$/ns/net" "$T/hostnet"; } || fail "bind the host's netns"
+		bundle "$T/b" '["true"]' "$edit
+for n in c['linux']['namespaces']:
+    if n['type'] == 'network': n['path'] = '$hostns'"
+		CORRAL_OCI_CONFIG=$T/op.json oci create --bundle "$T/b" hn || true
+		expect_eq "the host's netns by $hostns: rc" "$(rc)" 1
+		expect_contains "the host's netns by $hostns" "$(last_error)" \
+			"network namespace $hostns refused: it is the host's"
+		[ ! -e "$T/root/hn" ] || { oci delete --force hn; fail "state left"; }
+	done
+	umount "$T/hostnet"
 	oci delete c1
 	# exec joins it too (the user namespace last: inside it, no rights there)
 	bundle "$T/b" '["sleep", "30"]' "$edit"

@@ -179,6 +179,41 @@ static int check_caps(const struct oci_operator *op, json_t *caps,
 	return 0;
 }
 
+/*
+ * A pod's network namespace is never the host's: Kubernetes gives a
+ * hostNetwork pod none (refused as the host's), but Docker's `--network
+ * host` names the host's by a path, a bind of it in its exec root, and
+ * join_pod_network joined it: the container on the host's interfaces and
+ * loopback listeners, past corral's egress.  The host's is the runtime's
+ * own (the shim's, the engine's) and that of pid 1 (the host's init), by
+ * inode.
+ */
+static int refuse_host_netns(int fd, const char *path, struct corral_err *err)
+{
+	static const char *const host[] = { "/proc/self/ns/net", "/proc/1/ns/net" };
+	struct stat st, h;
+
+	if (fstat(fd, &st) < 0)
+		return corral_set_errno(err, errno, "linux.namespaces: network %s", path);
+	for (size_t i = 0; i < sizeof(host) / sizeof(host[0]); i++) {
+		/*
+		 * pid 1's may be closed to root (a VM's init, non-dumpable
+		 * under an LSM: EACCES here): then the runtime's own, the
+		 * engine's, which Docker's bind is, is what is compared
+		 */
+		if (stat(host[i], &h) < 0) {
+			if (i > 0 && errno == EACCES)
+				continue;
+			return corral_set_errno(err, errno, "linux.namespaces: %s", host[i]);
+		}
+		if (st.st_dev == h.st_dev && st.st_ino == h.st_ino)
+			return corral_set_err(err, -EPERM, "linux.namespaces: joining the "
+					      "network namespace %s refused: it is the "
+					      "host's (%s), never a pod's", path, host[i]);
+	}
+	return 0;
+}
+
 /* A pod's network namespace, opened and checked to be one. */
 static int open_netns(const char *path, int *fd, struct corral_err *err)
 {
@@ -208,7 +243,7 @@ static int open_netns(const char *path, int *fd, struct corral_err *err)
 	if (ioctl(*fd, NS_GET_NSTYPE) != CLONE_NEWNET)
 		return corral_set_err(err, -EINVAL, "linux.namespaces: %s is not a "
 				      "network namespace", path);
-	return 0;
+	return refuse_host_netns(*fd, path, err);
 }
 
 /*

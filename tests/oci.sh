@@ -1511,6 +1511,34 @@ t_refuses_devices() {
 		"device /dev/sda refused"
 }
 
+# Docker's state root for its runtime is <exec root>/runtime-runc/moby
+# and its ids are 64 characters: the monitor's socket, <root>/<id>/ctl,
+# is longer than a unix socket's 107 bytes under a dockerd --exec-root of
+# 21 characters or more (a private dockerd's under /tmp, tests'), and
+# every create failed ("socket path ... is too long"); every verb reaches
+# it now
+t_state_root_longer_than_a_socket_path() {
+	need_root
+	local root id out
+	root=$T/runtime-runc-of-a-long-exec-root/moby
+	id=$(printf 'c%.0s' $(seq 1 64))
+	mkdir -p "$root"
+	trap "timeout 30 '$OCI' --root '$root' delete --force '$id' > /dev/null 2>&1 || true" EXIT
+	bundle "$T/b" '["sleep", "30"]'
+	timeout 60 "$OCI" --root "$root" create --bundle "$T/b" "$id" < /dev/null ||
+		fail "create under $root"
+	timeout 60 "$OCI" --root "$root" start "$id" || fail "start"
+	out=$(timeout 60 "$OCI" --root "$root" state "$id")
+	expect_contains "state" "$out" '"status": "running"'
+	out=$(timeout 60 "$OCI" --root "$root" exec "$id" echo exec-ok)
+	expect_eq "exec" "$out" exec-ok
+	timeout 60 "$OCI" --root "$root" pause "$id" || fail "pause"
+	expect_contains "paused" "$(timeout 60 "$OCI" --root "$root" state "$id")" '"status": "paused"'
+	timeout 60 "$OCI" --root "$root" resume "$id" || fail "resume"
+	timeout 60 "$OCI" --root "$root" delete --force "$id" || fail "delete"
+	[ ! -e "$root/$id" ] || fail "state left"
+}
+
 t_refuses_hooks() {
 	need_root
 	refused 'c["hooks"] = {"prestart": [{"path": "/bin/sh"}]}' "hooks.prestart refused"

@@ -23,6 +23,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -570,14 +571,51 @@ static void on_request(evutil_socket_t fd, short what, void *arg)
 	close(cfd);
 }
 
+/*
+ * The address of the monitor's socket at path: the path itself, or where
+ * it is longer than sun_path holds, its directory opened (*dirfd, the
+ * caller's to close once bound or connected) and named through
+ * /proc/self/fd.  Docker's state root for its runtime is <exec
+ * root>/runtime-runc/moby, its ids 64 characters: <root>/<id>/ctl is 98
+ * bytes under /run/docker and longer than 107 under a --exec-root of 21
+ * characters or more (a private dockerd's under /tmp), where every
+ * create failed.
+ */
+static int ctl_addr(const char *path, struct sockaddr_un *sa, int *dirfd,
+		    struct corral_err *err)
+{
+	const char *base = strrchr(path, '/');
+	char dir[PATH_MAX];
+
+	*dirfd = -1;
+	memset(sa, 0, sizeof(*sa));
+	sa->sun_family = AF_UNIX;
+	if (strlen(path) < sizeof(sa->sun_path)) {
+		strcpy(sa->sun_path, path);
+		return 0;
+	}
+	if (!base || base == path || (size_t)(base - path) >= sizeof(dir))
+		return corral_set_err(err, -ENAMETOOLONG, "socket path %s is too "
+				      "long", path);
+	memcpy(dir, path, base - path);
+	dir[base - path] = '\0';
+	*dirfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (*dirfd < 0)
+		return corral_set_errno(err, errno, "the directory of the socket %s", path);
+	if ((size_t)snprintf(sa->sun_path, sizeof(sa->sun_path), "/proc/self/fd/%d%s",
+			     *dirfd, base) >= sizeof(sa->sun_path))
+		return corral_set_err(err, -ENAMETOOLONG, "socket path %s: its name "
+				      "is too long", path);
+	return 0;
+}
+
 static int listen_ctl(struct monitor *m, struct corral_err *err)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct sockaddr_un sa;
+	cleanup_close int dirfd = -1;
 
-	if (strlen(m->o->ctl_path) >= sizeof(sa.sun_path))
-		return corral_set_err(err, -ENAMETOOLONG, "socket path %s is too "
-				      "long", m->o->ctl_path);
-	strcpy(sa.sun_path, m->o->ctl_path);
+	if (ctl_addr(m->o->ctl_path, &sa, &dirfd, err) < 0)
+		return err->code;
 	m->listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (m->listen_fd < 0)
 		return corral_set_errno(err, errno, "socket");
@@ -698,16 +736,14 @@ int corral_container_monitor(const struct corral_container_opts *o,
 int container_ctl_fd(const char *ctl_path, const char *req, int fd, char *reply,
 		     size_t len, struct corral_err *err)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct sockaddr_un sa;
 	struct timeval tv = { CTL_TIMEOUT_S, 0 };
-	cleanup_close int sock = -1;
+	cleanup_close int sock = -1, dirfd = -1;
 	bool truncated;
 	ssize_t n;
 
-	if (strlen(ctl_path) >= sizeof(sa.sun_path))
-		return corral_set_err(err, -ENAMETOOLONG, "socket path %s is too "
-				      "long", ctl_path);
-	strcpy(sa.sun_path, ctl_path);
+	if (ctl_addr(ctl_path, &sa, &dirfd, err) < 0)
+		return err->code;
 	sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (sock < 0)
 		return corral_set_errno(err, errno, "socket");

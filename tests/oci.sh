@@ -1053,6 +1053,69 @@ t_console_socket() {
 	oci delete c1
 }
 
+# process.consoleSize: the pty sized before its master goes to the
+# engine, as runc sizes it (Docker 23 and later send the client's size,
+# for run and exec); before, it was 0x0 until the engine's first resize,
+# which comes once the process runs: `stty size` at once got none
+t_console_size() {
+	need_root
+	bundle "$T/b" '["sh", "-c", "stty size; sleep 30"]' 'c["process"]["terminal"] = True
+c["process"]["consoleSize"] = {"height": 33, "width": 101}'
+	/usr/bin/python3 - "$OCI" "$T/root" "$T/b" <<'EOF' > "$T/out" 2>&1 || { cat "$T/out"; fail "console"; }
+import json, os, select, socket, subprocess, sys, time
+oci, root, bundle = sys.argv[1:4]
+def runtime(args, path):
+    """the runtime with --console-socket path: its process and the master"""
+    l = socket.socket(socket.AF_UNIX)
+    l.bind(path)
+    l.listen(1)
+    l.settimeout(30)
+    p = subprocess.Popen([oci, "--root", root] + args[:1] + ["--console-socket", path] +
+                         args[1:], stdin=subprocess.DEVNULL)
+    c, _ = l.accept()
+    _, fds, _, _ = socket.recv_fds(c, 64, 1)
+    return p, fds[0]
+def first_line(fd):
+    """the master's first line, 20 s at most"""
+    out, end = b"", time.monotonic() + 20
+    while b"\n" not in out and time.monotonic() < end:
+        if select.select([fd], [], [], 1)[0]:
+            try:
+                b = os.read(fd, 256)
+            except OSError:
+                break
+            if not b:
+                break
+            out += b
+    return out.decode(errors="replace").strip()
+p, master = runtime(["create", "--bundle", bundle, "c1"], os.path.join(bundle, "c.sock"))
+p.wait(30)
+subprocess.run([oci, "--root", root, "start", "c1"], check=True, timeout=30)
+print("init", first_line(master), flush=True)
+proc = {"terminal": True, "args": ["sh", "-c", "stty size"], "cwd": "/",
+        "env": ["PATH=/bin"], "user": {"uid": 0, "gid": 0}}
+for name, size in (("exec", {"height": 44, "width": 120}), ("exec-none", None)):
+    if size:
+        proc["consoleSize"] = size
+    else:
+        proc.pop("consoleSize", None)
+    json.dump(proc, open(os.path.join(bundle, name + ".json"), "w"))
+    p, master = runtime(["exec", "--process", os.path.join(bundle, name + ".json"), "c1"],
+                        os.path.join(bundle, name + ".sock"))
+    print(name, first_line(master), flush=True)
+    p.wait(30)
+EOF
+	cat "$T/out"
+	expect_contains "init's pty" "$(cat "$T/out")" "init 33 101"
+	expect_contains "an exec's pty" "$(cat "$T/out")" "exec 44 120"
+	# an exec without one: none (never the container's)
+	expect_not_contains "an exec's pty without a size" "$(cat "$T/out")" "exec-none 33 101"
+	oci delete --force c1
+	bundle "$T/b" '["true"]' 'c["process"]["consoleSize"] = {"height": -1, "width": 80}'
+	oci create --bundle "$T/b" c2 || true
+	expect_contains "a size out of range" "$(last_error)" "process.consoleSize: a height and a width"
+}
+
 # console_listener SOCK LOG: a unix socket at SOCK whose first caller's
 # first message, fds and uid go to LOG; ended by a caller saying "done"
 # (first or not), the test's own, so that nothing here waits on time.

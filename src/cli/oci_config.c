@@ -558,6 +558,31 @@ static int load_rlimits(json_t *a, struct oci_spec *s, struct corral_err *err)
 	return 0;
 }
 
+/*
+ * process.consoleSize: the pty's size from its start, as runc sets it
+ * (Docker 23 and later send the client's, for run and exec).  Without it
+ * the pty is 0x0 until the engine's first resize, after the process has
+ * begun: a `stty size` or a line editor that asks at once gets none.
+ */
+static int load_console_size(json_t *proc, struct oci_spec *s, struct corral_err *err)
+{
+	json_t *cs = json_object_get(proc, "consoleSize");
+	json_t *h = json_object_get(cs, "height"), *w = json_object_get(cs, "width");
+
+	/* an exec's own or none, never its container's */
+	s->console_rows = s->console_cols = 0;
+	if (!cs)
+		return 0;
+	if (!json_is_integer(h) || !json_is_integer(w) ||
+	    json_integer_value(h) < 0 || json_integer_value(h) > USHRT_MAX ||
+	    json_integer_value(w) < 0 || json_integer_value(w) > USHRT_MAX)
+		return corral_set_err(err, -EINVAL, "process.consoleSize: a height "
+				      "and a width, each 0 to %u", USHRT_MAX);
+	s->console_rows = (unsigned short)json_integer_value(h);
+	s->console_cols = (unsigned short)json_integer_value(w);
+	return 0;
+}
+
 static int load_process(const struct oci_operator *op, json_t *proc,
 			struct oci_spec *s, struct corral_err *err)
 {
@@ -575,6 +600,8 @@ static int load_process(const struct oci_operator *op, json_t *proc,
 		r = check_caps(op, json_object_get(proc, "capabilities"), err);
 	if (r == 0)
 		r = load_rlimits(json_object_get(proc, "rlimits"), s, err);
+	if (r == 0)
+		r = load_console_size(proc, s, err);
 	if (r < 0)
 		return r;
 	s->tty = json_is_true(json_object_get(proc, "terminal"));

@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -91,12 +92,21 @@ static void tell_ready(struct monitor *m, const char *fmt, ...)
 	cleanup_closep(&m->ready_fd);
 }
 
-/* The pty's master to the engine's console socket, as runc sends it. */
-static int send_console(int sock, int fd, struct corral_err *err)
+/*
+ * The pty's master to the engine's console socket, as runc sends it,
+ * with the size config.json asked for (0 0: none, the kernel's).
+ */
+static int send_console(int sock, int fd, unsigned short rows, unsigned short cols,
+			struct corral_err *err)
 {
 	static const char name[] = "/dev/ptmx";
-	ssize_t n = fd_send(sock, name, sizeof(name) - 1, &fd, 1, MSG_NOSIGNAL);
+	struct winsize ws = { .ws_row = rows, .ws_col = cols };
+	ssize_t n;
 
+	if ((rows || cols) && ioctl(fd, TIOCSWINSZ, &ws) < 0)
+		return corral_set_errno(err, errno, "cannot size the pty %ux%u",
+					cols, rows);
+	n = fd_send(sock, name, sizeof(name) - 1, &fd, 1, MSG_NOSIGNAL);
 	if (n < 0)
 		return corral_set_errno(err, (int)-n, "cannot send the pty to the "
 					"console socket");
@@ -114,7 +124,8 @@ static void on_msg(void *arg, const struct child_msg *cm)
 		break;
 	case MSG_PTY_FD:
 		if (m->console_fd >= 0 && m->sb->ptyfd >= 0 &&
-		    send_console(m->console_fd, m->sb->ptyfd, &err) < 0)
+		    send_console(m->console_fd, m->sb->ptyfd, m->o->console_rows,
+				 m->o->console_cols, &err) < 0)
 			tell_ready(m, "error %s\n", err.msg);
 		cleanup_closep(&m->sb->ptyfd);
 		cleanup_closep(&m->console_fd);

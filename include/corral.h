@@ -1639,6 +1639,8 @@ struct corral_container_opts {
 	int stdio[3];
 	bool tty;			/* a pty made inside; its master ... */
 	int console_fd;			/* ... goes here (SCM_RIGHTS), or -1 */
+	unsigned short console_rows;	/* its size before it goes (0 0: the */
+	unsigned short console_cols;	/* kernel's, none until a resize) */
 	const char *ctl_path;		/* the monitor's socket (a new path) */
 	const char *events_path;	/* its audit log (hash-chained) */
 	const char *call;		/* attribution in the events ("call"), or NULL */
@@ -1685,6 +1687,8 @@ struct corral_container_exec_opts {
 	size_t nrlimits;
 	bool tty;			/* a pty of the container's devpts ... */
 	int console_fd;			/* ... whose master goes here */
+	unsigned short console_rows;	/* its size before it goes, or 0 0 */
+	unsigned short console_cols;
 };
 
 CORRAL_PUBLIC

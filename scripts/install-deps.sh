@@ -25,6 +25,12 @@ PKGS="$PKGS podman crun debootstrap"
 PKGS="$PKGS libpython3.11-testsuite"
 # tests/oci.sh: corral as the runtime of a private containerd (its runc shim)
 PKGS="$PKGS containerd"
+# tests/oci.sh t_docker_*: corral as a runtime of a private dockerd, started
+# by the tests (no bridge, no iptables rule); 147 MB installed.  Where
+# policy-rc.d or no init starts services (CI) the package's does not run;
+# on a systemd host it does, with its bridge.  Not where a dockerd is
+# already (docker-ce's packages conflict with it)
+PKGS="$PKGS docker.io"
 # the static libarchive's own dependencies (.a files): corral links the
 # run path's libraries in (Makefile, LINK=static) for its cold start
 PKGS="$PKGS libzstd-dev liblz4-dev libacl1-dev"
@@ -32,6 +38,7 @@ for p in $PKGS; do
 	dpkg -s "$p" >/dev/null 2>&1 && continue
 	# NodeSource's nodejs carries npm itself and conflicts with Debian's
 	[ "$p" = npm ] && command -v npm >/dev/null && continue
+	[ "$p" = docker.io ] && command -v dockerd >/dev/null && continue
 	missing="$missing $p"
 done
 if [ -n "$missing" ]; then

@@ -51,7 +51,7 @@ oci_stop_all() {
 		oci_stop_in "$r"
 	done
 }
-trap 'oci_stop_all; ctrd_stop; chmod -R u+rwX "$TEST_TMP" 2>/dev/null; rm -rf "$TEST_TMP"' EXIT
+trap 'oci_stop_all; ctrd_stop; dockerd_stop; chmod -R u+rwX "$TEST_TMP" 2>/dev/null; rm -rf "$TEST_TMP"' EXIT
 . "$HERE/lib.sh"
 ME=$(id -u)
 # corral-oci: the name containerd's BinaryName and podman's --runtime use
@@ -1054,6 +1054,69 @@ t_console_socket() {
 	oci delete c1
 }
 
+# process.consoleSize: the pty sized before its master goes to the
+# engine, as runc sizes it (Docker 23 and later send the client's size,
+# for run and exec); before, it was 0x0 until the engine's first resize,
+# which comes once the process runs: `stty size` at once got none
+t_console_size() {
+	need_root
+	bundle "$T/b" '["sh", "-c", "stty size; sleep 30"]' 'c["process"]["terminal"] = True
+c["process"]["consoleSize"] = {"height": 33, "width": 101}'
+	/usr/bin/python3 - "$OCI" "$T/root" "$T/b" <<'EOF' > "$T/out" 2>&1 || { cat "$T/out"; fail "console"; }
+import json, os, select, socket, subprocess, sys, time
+oci, root, bundle = sys.argv[1:4]
+def runtime(args, path):
+    """the runtime with --console-socket path: its process and the master"""
+    l = socket.socket(socket.AF_UNIX)
+    l.bind(path)
+    l.listen(1)
+    l.settimeout(30)
+    p = subprocess.Popen([oci, "--root", root] + args[:1] + ["--console-socket", path] +
+                         args[1:], stdin=subprocess.DEVNULL)
+    c, _ = l.accept()
+    _, fds, _, _ = socket.recv_fds(c, 64, 1)
+    return p, fds[0]
+def first_line(fd):
+    """the master's first line, 20 s at most"""
+    out, end = b"", time.monotonic() + 20
+    while b"\n" not in out and time.monotonic() < end:
+        if select.select([fd], [], [], 1)[0]:
+            try:
+                b = os.read(fd, 256)
+            except OSError:
+                break
+            if not b:
+                break
+            out += b
+    return out.decode(errors="replace").strip()
+p, master = runtime(["create", "--bundle", bundle, "c1"], os.path.join(bundle, "c.sock"))
+p.wait(30)
+subprocess.run([oci, "--root", root, "start", "c1"], check=True, timeout=30)
+print("init", first_line(master), flush=True)
+proc = {"terminal": True, "args": ["sh", "-c", "stty size"], "cwd": "/",
+        "env": ["PATH=/bin"], "user": {"uid": 0, "gid": 0}}
+for name, size in (("exec", {"height": 44, "width": 120}), ("exec-none", None)):
+    if size:
+        proc["consoleSize"] = size
+    else:
+        proc.pop("consoleSize", None)
+    json.dump(proc, open(os.path.join(bundle, name + ".json"), "w"))
+    p, master = runtime(["exec", "--process", os.path.join(bundle, name + ".json"), "c1"],
+                        os.path.join(bundle, name + ".sock"))
+    print(name, first_line(master), flush=True)
+    p.wait(30)
+EOF
+	cat "$T/out"
+	expect_contains "init's pty" "$(cat "$T/out")" "init 33 101"
+	expect_contains "an exec's pty" "$(cat "$T/out")" "exec 44 120"
+	# an exec without one: none (never the container's)
+	expect_not_contains "an exec's pty without a size" "$(cat "$T/out")" "exec-none 33 101"
+	oci delete --force c1
+	bundle "$T/b" '["true"]' 'c["process"]["consoleSize"] = {"height": -1, "width": 80}'
+	oci create --bundle "$T/b" c2 || true
+	expect_contains "a size out of range" "$(last_error)" "process.consoleSize: a height and a width"
+}
+
 # console_listener SOCK LOG: a unix socket at SOCK whose first caller's
 # first message, fds and uid go to LOG; ended by a caller saying "done"
 # (first or not), the test's own, so that nothing here waits on time.
@@ -1512,9 +1575,65 @@ t_refuses_devices() {
 		"device /dev/sda refused"
 }
 
+# Docker's state root for its runtime is <exec root>/runtime-runc/moby
+# and its ids are 64 characters: the monitor's socket, <root>/<id>/ctl,
+# is longer than a unix socket's 107 bytes under a dockerd --exec-root of
+# 21 characters or more (a private dockerd's under /tmp, tests'), and
+# every create failed ("socket path ... is too long"); every verb reaches
+# it now
+t_state_root_longer_than_a_socket_path() {
+	need_root
+	local root id out
+	root=$T/runtime-runc-of-a-long-exec-root/moby
+	id=$(printf 'c%.0s' $(seq 1 64))
+	mkdir -p "$root"
+	trap "timeout 30 '$OCI' --root '$root' delete --force '$id' > /dev/null 2>&1 || true" EXIT
+	bundle "$T/b" '["sleep", "30"]'
+	timeout 60 "$OCI" --root "$root" create --bundle "$T/b" "$id" < /dev/null ||
+		fail "create under $root"
+	timeout 60 "$OCI" --root "$root" start "$id" || fail "start"
+	out=$(timeout 60 "$OCI" --root "$root" state "$id")
+	expect_contains "state" "$out" '"status": "running"'
+	out=$(timeout 60 "$OCI" --root "$root" exec "$id" echo exec-ok)
+	expect_eq "exec" "$out" exec-ok
+	timeout 60 "$OCI" --root "$root" pause "$id" || fail "pause"
+	expect_contains "paused" "$(timeout 60 "$OCI" --root "$root" state "$id")" '"status": "paused"'
+	timeout 60 "$OCI" --root "$root" resume "$id" || fail "resume"
+	timeout 60 "$OCI" --root "$root" delete --force "$id" || fail "delete"
+	[ ! -e "$root/$id" ] || fail "state left"
+}
+
 t_refuses_hooks() {
 	need_root
 	refused 'c["hooks"] = {"prestart": [{"path": "/bin/sh"}]}' "hooks.prestart refused"
+}
+
+# Docker's hook, in every config.json dockerd writes (`--network none`
+# too): dockerd's own binary by its pid, to learn the container's netns.
+# Not run, and the container runs; refused, no `docker run` ever ran.  Any
+# other hook, or that one's shape changed, is refused as before.
+DOCKER_HOOK="{'path': '/proc/$$/exe', 'args': ['libnetwork-setkey', '-exec-root=/run/docker', 'c0ffee', 'a8196938cc9e']}"
+t_network_hook_of_docker_not_run() {
+	need_root
+	bundle "$T/b" '["sh", "-c", "echo ran; exit 3"]' "c['hooks'] = {'prestart': [$DOCKER_HOOK]}"
+	/usr/bin/python3 "$SHIM" "$OCI" "$T/root" "$T/b" c1 > "$T/shim" 2>&1 ||
+		{ cat "$T/shim"; fail "shim"; }
+	cat "$T/shim"
+	expect_contains "Docker's hook passed over" "$(cat "$T/shim")" "ran"
+	expect_contains "its exit" "$(cat "$T/shim")" "exit 3"
+	oci delete c1
+	local h="$DOCKER_HOOK" edit
+	for edit in "{'poststart': [$h]}" "{'createRuntime': [$h]}" \
+		    "{'prestart': [$h, $h]}" "{'prestart': [$h, {'path': '/bin/sh'}]}" \
+		    "{'prestart': [$h], 'poststop': [{'path': '/bin/sh'}]}" \
+		    "{'prestart': [dict($h, path='/usr/sbin/dockerd')]}" \
+		    "{'prestart': [dict($h, path='/proc/self/exe')]}" \
+		    "{'prestart': [dict($h, path='/proc/1/exe/../../../bin/sh')]}" \
+		    "{'prestart': [dict($h, args=['sh', '-exec-root=/run/docker', 'x', 'y'])]}" \
+		    "{'prestart': [dict($h, args=$h['args'] + ['more'])]}" \
+		    "{'prestart': [dict($h, env=['LD_PRELOAD=/tmp/x.so'])]}"; do
+		refused "c['hooks'] = $edit" "refused: hooks run host programs as root"
+	done
 }
 
 # The root a bundle names must be an image's tree, never the host's
@@ -2289,7 +2408,7 @@ t_pod_network() {
 	command -v ip > /dev/null || skip "iproute2 is not installed"
 	local ns=corral-oci-$$-$RANDOM
 	ip netns add "$ns" || fail "ip netns add"
-	trap "ip netns del $ns" EXIT
+	trap "ip netns del $ns; umount '$T/hostnet' 2>/dev/null || true" EXIT
 	ip -n "$ns" link set lo up && ip -n "$ns" addr add 10.123.45.67/32 dev lo ||
 		fail "an address in $ns"
 	local edit="
@@ -2320,6 +2439,23 @@ for n in c['linux']['namespaces']:
 	expect_eq "the host's tcp_max_tw_buckets" "$(cat /proc/sys/net/ipv4/tcp_max_tw_buckets)" "$host_tw"
 	expect_contains "the pod's tcp_max_tw_buckets" "$(cat "$T/shim")" "tw $pod_tw"
 
+	# the host's own is never a pod's: Docker's `--network host` names it
+	# by a path, a bind in its exec root (joined, the container was on the
+	# host's interfaces); by /proc or by such a bind, it is refused
+	local hostns
+	for hostns in /proc/self/ns/net "$T/hostnet"; do
+		[ "$hostns" != "$T/hostnet" ] || { touch "$T/hostnet" &&
+			mount --bind "/proc/$$/ns/net" "$T/hostnet"; } || fail "bind the host's netns"
+		bundle "$T/b" '["true"]' "$edit
+for n in c['linux']['namespaces']:
+    if n['type'] == 'network': n['path'] = '$hostns'"
+		CORRAL_OCI_CONFIG=$T/op.json oci create --bundle "$T/b" hn || true
+		expect_eq "the host's netns by $hostns: rc" "$(rc)" 1
+		expect_contains "the host's netns by $hostns" "$(last_error)" \
+			"network namespace $hostns refused: it is the host's"
+		[ ! -e "$T/root/hn" ] || { oci delete --force hn; fail "state left"; }
+	done
+	umount "$T/hostnet"
 	oci delete c1
 	# exec joins it too (the user namespace last: inside it, no rights there)
 	bundle "$T/b" '["sleep", "30"]' "$edit"
@@ -2543,8 +2679,368 @@ t_podman() {
 	$had_root || rmdir /run/corral-oci
 }
 
+# ---- Docker -------------------------------------------------------------
+
+# One private dockerd for the suite (Debian's docker.io), started by hand
+# as root with nothing of the host's: its data and exec roots, socket and
+# pid file in $DKR; no bridge, no iptables or ip6tables rule, no
+# masquerade, no forwarding (the host's network stays as it was); its own
+# containerd, which it starts beneath its exec root and stops with
+# itself.  Its runtimes are corral-oci three ways: corral (no operator's
+# file), corral-bind (allow_bind: $DKR/share) and corral-pod
+# (join_pod_network).  dockerd 20.10 writes its trust key to
+# /etc/docker/key.json and makes /run/docker/plugins whatever its roots
+# say: removed after it where it made them.  DKR_SKIP says why not.
+DKR=$TEST_TMP/dkr
+DKR_PID=""
+DKR_SKIP=""
+DKR_MADE=""
+DIMAGE=busybox-saved:1	# image_fixtures.py's busybox-docker: sh -c, user 1000
+dk() { DOCKER_CONFIG=$DKR/cfg timeout 60 docker -H "unix://$DKR/sock" "$@"; }
+
+dockerd_start() {
+	[ "$ME" = 0 ] || { DKR_SKIP="dockerd needs root"; return; }
+	command -v dockerd > /dev/null ||
+		{ DKR_SKIP="dockerd is not installed (Debian's docker.io)"; return; }
+	command -v docker > /dev/null || { DKR_SKIP="the docker client is not installed"; return; }
+	mkdir -p "$DKR/share" "$DKR/cfg"
+	[ -e /etc/docker/key.json ] || DKR_MADE+=" /etc/docker/key.json"
+	[ -e /run/docker ] || DKR_MADE+=" /run/docker"
+	echo from-the-host > "$DKR/share/f"
+	# a bind maps its owner to the agent, never host root: 65534's, written
+	chown -R 65534:65534 "$DKR/share"
+	printf '{"allow_bind": ["%s"]}' "$DKR/share" > "$DKR/bind.json"
+	echo '{"join_pod_network": true}' > "$DKR/pod.json"
+	cat > "$DKR/daemon.json" <<EOF
+{"runtimes": {
+  "corral": {"path": "$OCI"},
+  "corral-bind": {"path": "$OCI", "runtimeArgs": ["--corral-config", "$DKR/bind.json"]},
+  "corral-pod": {"path": "$OCI", "runtimeArgs": ["--corral-config", "$DKR/pod.json"]}}}
+EOF
+	dockerd --data-root "$DKR/d" --exec-root "$DKR/x" --pidfile "$DKR/pid" \
+		-H "unix://$DKR/sock" --config-file "$DKR/daemon.json" \
+		--bridge=none --iptables=false --ip6tables=false --ip-masq=false \
+		--ip-forward=false --storage-driver=overlay2 > "$DKR/log" 2>&1 &
+	DKR_PID=$!
+	for _ in $(seq 1 400); do
+		dk version > /dev/null 2>&1 && break
+		kill -0 "$DKR_PID" 2>/dev/null || break
+		sleep 0.05
+	done
+	if ! dk version > /dev/null 2>&1; then
+		DKR_SKIP="dockerd did not start: $(grep -m1 -E 'level=(error|fatal)' "$DKR/log" ||
+			tail -1 "$DKR/log")"
+		return
+	fi
+	/usr/bin/python3 "$FIX" busybox-docker "$DKR/bb.tar" || { DKR_SKIP="fixture failed"; return; }
+	dk load -i "$DKR/bb.tar" > /dev/null 2>&1 ||
+		DKR_SKIP="docker load failed: $(tail -1 "$DKR/log")"
+}
+
+dockerd_stop() {
+	[ -n "$DKR_PID" ] || return 0
+	local p m mons=""
+	# its containers first: on SIGTERM dockerd stops each, 10 s apiece
+	dk rm -f $(dk ps -aq 2>/dev/null) > /dev/null 2>&1
+	kill "$DKR_PID" 2>/dev/null
+	for _ in $(seq 1 200); do kill -0 "$DKR_PID" 2>/dev/null || break; sleep 0.05; done
+	kill -9 "$DKR_PID" 2>/dev/null
+	# what a failure left running (its containerd, a shim, a container's
+	# corral monitor): each process whose command line names $DKR, this
+	# suite's own directory, by its pid (lib.sh's kill leaves them: the
+	# host's init is their parent), and a monitor's cgroups after it
+	for p in /proc/[0-9]*; do
+		[[ $({ tr '\0' ' ' < "$p/cmdline"; } 2>/dev/null) == *"$DKR/"* ]] || continue
+		builtin kill -9 "${p#/proc/}" 2>/dev/null && mons+=" ${p#/proc/}"
+	done
+	for p in $mons; do
+		for _ in $(seq 1 100); do [ -e "/proc/$p" ] || break; sleep 0.05; done
+		find /sys/fs/cgroup -maxdepth 4 -type d -name "corral-$p-oci" -delete 2>/dev/null
+	done
+	grep -o "$DKR/[^ ]*" /proc/self/mountinfo | sort -ru |
+		while read -r m; do umount -l "$m"; done
+	for p in $DKR_MADE; do rm -rf "$p"; done
+	DKR_PID=""
+}
+
+# in a test: skip where dockerd cannot be, fail where it would not serve
+dkr_ready() {
+	case $DKR_SKIP in
+	"") return 0 ;;
+	*"needs root"* | *"not installed"*) skip "$DKR_SKIP" ;;
+	*) fail "$DKR_SKIP" ;;
+	esac
+}
+# corral's state directory under dockerd (its --root for the runtime)
+dk_root() { local r; for r in "$DKR"/x/runtime-*/moby; do echo "$r"; done; }
+
+# dk_nothing_left NAME: the container gone from Docker, and its corral
+# state, init, monitor and cgroups with it (its ID INIT MONITOR saved in
+# $T/NAME by dk_ids while it ran)
+dk_ids() {
+	local id pid mon
+	id=$(dk inspect -f '{{.Id}}' "$1")
+	pid=$(dk inspect -f '{{.State.Pid}}' "$1")
+	mon=$(sed -n 's/.*"monitor": *\([0-9]*\).*/\1/p' "$(dk_root)/$id/state.json")
+	[ -n "$mon" ] || fail "no monitor in $(dk_root)/$id/state.json"
+	echo "$id $pid $mon" > "$T/$1"
+}
+dk_nothing_left() {
+	local id pid mon p cg
+	read -r id pid mon < "$T/$1"
+	[ -z "$(dk ps -aq --filter "name=^$1\$")" ] || fail "container $1 left"
+	[ ! -e "$(dk_root)/$id" ] || fail "corral's state of $1 left: $(dk_root)/$id"
+	for p in $pid $mon; do
+		if kill -0 "$p" 2>/dev/null && ! grep -q '^State:.*Z' "/proc/$p/status" &&
+		   tr '\0' ' ' < "/proc/$p/cmdline" | grep -q corral; then
+			fail "process $p remains: $(tr '\0' ' ' < "/proc/$p/cmdline")"
+		fi
+	done
+	cg=$(find /sys/fs/cgroup -maxdepth 4 -type d -name "corral-$mon-oci" 2>/dev/null || true)
+	[ -z "$cg" ] || fail "cgroup remains: $cg"
+}
+
+# cg_limit PID v1-CONTROLLER v1-FILE v2-FILE: the value a limit has in
+# PID's own group (v1's controller hierarchy, else the unified one)
+cg_limit() {
+	local path
+	path=$(awk -F: -v c="$2" '$2 == c {print $3}' "/proc/$1/cgroup")
+	if [ -n "$path" ] && [ -e "/sys/fs/cgroup/$2$path/$3" ]; then
+		echo "$path $(cat "/sys/fs/cgroup/$2$path/$3")"
+	else
+		path=$(awk -F: '$1 == 0 {print $3}' "/proc/$1/cgroup")
+		echo "$path $(cat "/sys/fs/cgroup$path/$4" 2>/dev/null)"
+	fi
+}
+
+t_docker_run() {
+	dkr_ready
+	local out rc=0 r
+	out=$(dk run --rm --runtime corral --network none "$DIMAGE" \
+		'echo hello from docker; exit 5' 2>&1) || rc=$?
+	echo "$out"
+	expect_contains "output" "$out" "hello from docker"
+	expect_eq "exit status" "$rc" 5
+	# create's words, runc's, which Docker maps: 127 not found, 126 cannot run
+	rc=0
+	out=$(dk run --rm --runtime corral --network none --entrypoint /nonexistent \
+		"$DIMAGE" 2>&1) || rc=$?
+	expect_eq "a missing command: status" "$rc" 127
+	expect_contains "a missing command" "$out" 'exec: "/nonexistent": stat /nonexistent: no such file'
+	rc=0
+	out=$(dk run --rm --runtime corral --network none --entrypoint /etc "$DIMAGE" 2>&1) || rc=$?
+	expect_eq "a directory as the command: status" "$rc" 126
+	expect_contains "a directory as the command" "$out" 'exec: "/etc": permission denied'
+	[ -z "$(dk ps -aq)" ] || fail "containers left: $(dk ps -a)"
+	# of corral's state, only audit/ (evidence, kept)
+	r=$(dk_root)
+	[ -z "$(ls "$r" | grep -v '^audit$')" ] || fail "state left in $r: $(ls "$r")"
+}
+
+# docker run -it and docker exec -it: dockerd's shim listens on the
+# console socket; ptyrun.py is the terminal docker asks for (never
+# script(1), which types an EOF where it has no stdin)
+t_docker_tty() {
+	dkr_ready
+	trap 'dk rm -f dt1 > /dev/null 2>&1 || true' EXIT
+	local d r
+	d=$(command -v docker)
+	# the size: dockerd 20.10 (API 1.41) sets it once the container has
+	# started, under runc too (stty fails before): polled, 5 s at most
+	DOCKER_CONFIG=$DKR/cfg /usr/bin/python3 "$HERE/ptyrun.py" -- "$d" -H "unix://$DKR/sock" \
+		run -it --rm --runtime corral --network none "$DIMAGE" 'tty; i=0
+		until [ "$(stty size 2>/dev/null)" = "24 80" ] || [ $i = 100 ]; do
+			busybox sleep 0.05; i=$((i + 1)); done; stty size; exit 4' > "$T/r"
+	cat "$T/r"
+	r=$(pyjq 'v["exit"] == 4 and "/dev/pts/" in v["output"] and "24 80" in v["output"]' "$T/r")
+	[ "$r" = true ] || fail "docker run -it: not the container's pty of 24x80 and exit 4"
+	# typed into: the shell's answer, not the terminal's echo, says 42
+	DOCKER_CONFIG=$DKR/cfg /usr/bin/python3 "$HERE/ptyrun.py" 'expect:$ ' \
+		'send:echo typed-$((6*7))\r' expect:typed-42 'send:exit 6\r' -- \
+		"$d" -H "unix://$DKR/sock" run -it --rm --runtime corral --network none \
+		"$DIMAGE" sh > "$T/r"
+	cat "$T/r"
+	[ "$(pyjq 'v["exit"] == 6 and "typed-42" in v["output"]' "$T/r")" = true ] ||
+		fail "docker run -it sh: typed-42 and exit 6"
+	dk run -d --name dt1 --runtime corral --network none "$DIMAGE" 'busybox sleep 60' > /dev/null
+	DOCKER_CONFIG=$DKR/cfg /usr/bin/python3 "$HERE/ptyrun.py" 'expect:$ ' \
+		'send:tty; echo in-$((6*7))\r' expect:in-42 'send:exit 7\r' -- \
+		"$d" -H "unix://$DKR/sock" exec -it dt1 sh > "$T/r"
+	cat "$T/r"
+	[ "$(pyjq 'v["exit"] == 7 and "/dev/pts/" in v["output"] and "in-42" in v["output"]' "$T/r")" = true ] ||
+		fail "docker exec -it: a pty, in-42 and exit 7"
+}
+
+# The verbs a Docker user has, each through the runtime's: exec, top,
+# stats, pause and unpause (corral's freezer), kill -s, stop (its
+# SIGTERM, then SIGKILL), start again (create with the same id), logs
+t_docker_verbs() {
+	dkr_ready
+	trap 'dk rm -f dv1 > /dev/null 2>&1 || true' EXIT
+	local out rc=0 pid st
+	dk run -d --name dv1 --runtime corral --network none "$DIMAGE" \
+		'trap "echo got-term" TERM; trap "echo got-usr1" USR1; echo started
+		 while :; do busybox sleep 0.1; done' > /dev/null
+	dk_ids dv1
+	read -r _ pid _ < "$T/dv1"
+	out=$(dk exec dv1 sh -c 'echo exec-ok; busybox ps; exit 7' 2>&1) || rc=$?
+	echo "$out"
+	expect_contains "exec" "$out" "exec-ok"
+	expect_contains "exec: the same container" "$out" "busybox sleep"
+	expect_eq "exec's own status" "$rc" 7
+	# the container's process, the host OOM killer's first choice, under a
+	# dockerd and containerd that made themselves its last (-500, -999)
+	[ "$(cat "/proc/$pid/oom_score_adj")" -ge 500 ] ||
+		fail "oom_score_adj $(cat "/proc/$pid/oom_score_adj") under Docker"
+	out=$(dk top dv1)
+	echo "$out"
+	expect_contains "top: the container's init" "$out" "$pid"
+	expect_contains "top: its processes" "$out" "busybox sleep"
+	out=$(dk stats --no-stream --format '{{.Name}} {{.MemUsage}} {{.PIDs}}' dv1)
+	echo "$out"
+	[[ $out =~ ^dv1\ [0-9.]+[KMG]i?B\ /\ [0-9.]+[KMG]i?B\ [1-9] ]] || fail "stats: '$out'"
+	dk pause dv1 > /dev/null
+	expect_eq "paused" "$(dk inspect -f '{{.State.Status}}' dv1)" paused
+	st=$("$OCI" --root "$(dk_root)" state "$(cut -d' ' -f1 "$T/dv1")" |
+		sed -n 's/.*"status": "\([a-z]*\)".*/\1/p')
+	expect_eq "corral's state" "$st" paused
+	dk unpause dv1 > /dev/null
+	expect_eq "unpaused" "$(dk inspect -f '{{.State.Status}}' dv1)" running
+	dk kill -s USR1 dv1 > /dev/null
+	for _ in $(seq 1 100); do
+		dk logs dv1 2>&1 | grep -q got-usr1 && break
+		sleep 0.05
+	done
+	expect_contains "kill -s USR1 reached the command" "$(dk logs dv1 2>&1)" "got-usr1"
+	# TERM is trapped: after its second, KILL
+	dk stop -t 1 dv1 > /dev/null
+	expect_eq "stop: TERM, then KILL" "$(dk inspect -f '{{.State.Status}} {{.State.ExitCode}}' dv1)" \
+		"exited 137"
+	expect_contains "stop's TERM reached the command" "$(dk logs dv1 2>&1)" "got-term"
+	expect_contains "logs" "$(dk logs dv1 2>&1)" "started"
+	[ ! -e "$(dk_root)/$(cut -d' ' -f1 "$T/dv1")" ] || fail "corral's state left after stop"
+	dk start dv1 > /dev/null
+	out=$(dk exec dv1 echo started-again)
+	expect_eq "exec after a start again" "$out" started-again
+	dk_ids dv1
+	dk kill dv1 > /dev/null
+	for _ in $(seq 1 100); do
+		[ "$(dk inspect -f '{{.State.Status}}' dv1)" = exited ] && break
+		sleep 0.05
+	done
+	expect_eq "kill" "$(dk inspect -f '{{.State.Status}} {{.State.ExitCode}}' dv1)" "exited 137"
+	dk rm dv1 > /dev/null
+	dk_nothing_left dv1
+}
+
+# --memory, --pids-limit and docker update reach corral's groups (not
+# Docker's /docker/ID, which corral never makes); the OOM kill is Docker's
+# OOMKilled
+t_docker_limits() {
+	dkr_ready
+	trap 'dk rm -f dl1 dl2 > /dev/null 2>&1 || true' EXIT
+	local pid got
+	dk run -d --name dl1 --runtime corral --network none --memory 64m --pids-limit 50 \
+		"$DIMAGE" 'busybox sleep 60' > /dev/null
+	pid=$(dk inspect -f '{{.State.Pid}}' dl1)
+	got=$(cg_limit "$pid" memory memory.limit_in_bytes memory.max)
+	expect_contains "memory: corral's group" "$got" "/corral-"
+	expect_contains "--memory 64m" "$got" " 67108864"
+	got=$(cg_limit "$pid" pids pids.max pids.max)
+	expect_contains "pids: corral's group" "$got" "/corral-"
+	expect_contains "--pids-limit 50" "$got" " 50"
+	expect_contains "stats: the limit" "$(dk stats --no-stream --format '{{.MemUsage}}' dl1)" "/ 64MiB"
+	dk update --memory 32m --memory-swap 32m dl1 > /dev/null 2>&1
+	expect_contains "docker update --memory 32m" \
+		"$(cg_limit "$pid" memory memory.limit_in_bytes memory.max)" " 33554432"
+	dk rm -f dl1 > /dev/null
+	dk run --name dl2 --runtime corral --network none --memory 16m --memory-swap 16m \
+		"$DIMAGE" 'x=$(busybox head -c 100000000 /dev/zero | busybox tr "\0" a); echo survived' \
+		> "$T/out" 2>&1 || true
+	expect_not_contains "over its memory" "$(cat "$T/out")" survived
+	expect_eq "OOMKilled, 137" "$(dk inspect -f '{{.State.OOMKilled}} {{.State.ExitCode}}' dl2)" \
+		"true 137"
+}
+
+# --user (not honoured: the agent's uid, docs/kubernetes.md), --read-only,
+# -v: refused unless beneath the operator's allow_bind, then read and
+# written through, or read-only with :ro
+t_docker_user_readonly_binds() {
+	dkr_ready
+	local out rc=0
+	out=$(dk run --rm --runtime corral --network none --user 1234:5678 "$DIMAGE" 'id -u')
+	expect_eq "--user: the agent's uid" "$out" 1000
+	out=$(dk run --rm --runtime corral --network none --read-only "$DIMAGE" \
+		'touch /srv/x 2>&1; echo tmp > /tmp/y && cat /tmp/y')
+	expect_contains "--read-only: the root" "$out" "Read-only file system"
+	expect_contains "--read-only: its /tmp" "$out" "tmp"
+	out=$(dk run --rm --runtime corral --network none -v "$DKR/share:/data" "$DIMAGE" \
+		'cat /data/f' 2>&1) || rc=$?
+	expect_eq "a bind outside allow_bind: status" "$rc" 125
+	expect_contains "a bind outside allow_bind" "$out" "not beneath the operator's allow_bind"
+	out=$(dk run --rm --runtime corral-bind --network none -v "$DKR/share:/data" "$DIMAGE" \
+		'cat /data/f; echo from-the-container > /data/g')
+	expect_eq "a bind, read" "$out" from-the-host
+	expect_eq "a bind, written" "$(cat "$DKR/share/g")" from-the-container
+	rc=0
+	out=$(dk run --rm --runtime corral-bind --network none -v "$DKR/share:/data:ro" "$DIMAGE" \
+		'echo x > /data/h' 2>&1) || rc=$?
+	expect_eq "a bind with :ro: status" "$rc" 1
+	expect_contains "a bind with :ro" "$out" "Read-only file system"
+	[ ! -e "$DKR/share/h" ] || fail "written through a :ro bind"
+}
+
+# What corral denies, denied under Docker as under ctr: options that
+# would weaken the boundary refused at create; inside, with Docker's own
+# seccomp profile and AppArmor off, corral's filter still stops the
+# calls (attack, tests/helpers, copied in before the start)
+t_docker_denials() {
+	dkr_ready
+	trap 'dk rm -f dd1 > /dev/null 2>&1 || true' EXIT
+	local out rc o want attack=${JGET%/*}/attack a
+	[ -x "$attack" ] || fail "no tests/helpers/attack beside $CORRAL: make"
+	while IFS='|' read -r o want; do
+		rc=0
+		out=$(dk run --rm --runtime corral-bind --network none $o "$DIMAGE" 'echo RAN' 2>&1) ||
+			rc=$?
+		expect_not_contains "$o" "$out" RAN
+		expect_contains "$o" "$out" "$want"
+	done <<-EOF
+	--privileged|CAP_DAC_READ_SEARCH refused
+	--cap-add SYS_ADMIN|CAP_SYS_ADMIN refused
+	--pid host|the host's pid namespace refused
+	--ipc host|the host's ipc namespace refused
+	--device /dev/kmsg|device /dev/kmsg refused
+	-v /:/host|the host's / bound on /host refused
+	-v /etc:/data/etc|the host's /etc bound on /data/etc refused
+	--sysctl kernel.shm_rmid_forced=1|linux.sysctl kernel.shm_rmid_forced refused
+	EOF
+	# the host's network: refused, and with join_pod_network too
+	rc=0
+	out=$(dk run --rm --runtime corral --network host "$DIMAGE" 'echo RAN' 2>&1) || rc=$?
+	expect_contains "--network host" "$out" "refused: a corral container's namespaces are all its own"
+	out=$(dk run --rm --runtime corral-pod --network host "$DIMAGE" 'echo RAN' 2>&1) || rc=$?
+	expect_contains "--network host, join_pod_network" "$out" "refused: it is the host's"
+	dk create --name dd1 --runtime corral --network none --security-opt seccomp=unconfined \
+		--security-opt apparmor=unconfined "$DIMAGE" \
+		'for a in mount ptrace unshare setns keyctl bpf io_uring; do /bin/attack $a; done
+		 ls /; ls '"$DKR"' 2>&1; cat /proc/1/cmdline; echo' > /dev/null
+	dk cp "$attack" dd1:/bin/attack
+	out=$(dk start -a dd1 2>&1)
+	echo "$out"
+	for a in mount ptrace unshare setns keyctl bpf io_uring; do
+		expect_contains "$a" "$out" "blocked: $a"
+	done
+	expect_contains "ptrace's errno" "$out" "ptrace(PTRACE_ATTACH) of a sibling: Operation not permitted"
+	expect_contains "the host's paths" "$out" "$DKR: No such file or directory"
+	expect_contains "corral's init" "$out" "corral-init"
+}
+
 case " ${*:-t_containerd} " in
 *" t_containerd"*) ctrd_start ;;
+esac
+case " ${*:-t_docker} " in
+*" t_docker"*) dockerd_start ;;
 esac
 run_tests "$@"
 echo "oci ($(id -un 2>/dev/null || id -u)): $PASS passed, $FAIL failed, $SKIP skipped"

@@ -141,6 +141,8 @@ struct oci_spec {
 	char *cwd;
 	char *hostname;
 	bool tty;
+	unsigned short console_rows;	/* process.consoleSize, or 0 0 */
+	unsigned short console_cols;
 	int net_fd;			/* the pod's network namespace, or -1 */
 	struct corral_rlimit *rlimits;	/* process.rlimits */
 	size_t nrlimits;

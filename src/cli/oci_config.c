@@ -179,6 +179,41 @@ static int check_caps(const struct oci_operator *op, json_t *caps,
 	return 0;
 }
 
+/*
+ * A pod's network namespace is never the host's: Kubernetes gives a
+ * hostNetwork pod none (refused as the host's), but Docker's `--network
+ * host` names the host's by a path, a bind of it in its exec root, and
+ * join_pod_network joined it: the container on the host's interfaces and
+ * loopback listeners, past corral's egress.  The host's is the runtime's
+ * own (the shim's, the engine's) and that of pid 1 (the host's init), by
+ * inode.
+ */
+static int refuse_host_netns(int fd, const char *path, struct corral_err *err)
+{
+	static const char *const host[] = { "/proc/self/ns/net", "/proc/1/ns/net" };
+	struct stat st, h;
+
+	if (fstat(fd, &st) < 0)
+		return corral_set_errno(err, errno, "linux.namespaces: network %s", path);
+	for (size_t i = 0; i < sizeof(host) / sizeof(host[0]); i++) {
+		/*
+		 * pid 1's may be closed to root (a VM's init, non-dumpable
+		 * under an LSM: EACCES here): then the runtime's own, the
+		 * engine's, which Docker's bind is, is what is compared
+		 */
+		if (stat(host[i], &h) < 0) {
+			if (i > 0 && errno == EACCES)
+				continue;
+			return corral_set_errno(err, errno, "linux.namespaces: %s", host[i]);
+		}
+		if (st.st_dev == h.st_dev && st.st_ino == h.st_ino)
+			return corral_set_err(err, -EPERM, "linux.namespaces: joining the "
+					      "network namespace %s refused: it is the "
+					      "host's (%s), never a pod's", path, host[i]);
+	}
+	return 0;
+}
+
 /* A pod's network namespace, opened and checked to be one. */
 static int open_netns(const char *path, int *fd, struct corral_err *err)
 {
@@ -208,7 +243,7 @@ static int open_netns(const char *path, int *fd, struct corral_err *err)
 	if (ioctl(*fd, NS_GET_NSTYPE) != CLONE_NEWNET)
 		return corral_set_err(err, -EINVAL, "linux.namespaces: %s is not a "
 				      "network namespace", path);
-	return 0;
+	return refuse_host_netns(*fd, path, err);
 }
 
 /*
@@ -523,6 +558,31 @@ static int load_rlimits(json_t *a, struct oci_spec *s, struct corral_err *err)
 	return 0;
 }
 
+/*
+ * process.consoleSize: the pty's size from its start, as runc sets it
+ * (Docker 23 and later send the client's, for run and exec).  Without it
+ * the pty is 0x0 until the engine's first resize, after the process has
+ * begun: a `stty size` or a line editor that asks at once gets none.
+ */
+static int load_console_size(json_t *proc, struct oci_spec *s, struct corral_err *err)
+{
+	json_t *cs = json_object_get(proc, "consoleSize");
+	json_t *h = json_object_get(cs, "height"), *w = json_object_get(cs, "width");
+
+	/* an exec's own or none, never its container's */
+	s->console_rows = s->console_cols = 0;
+	if (!cs)
+		return 0;
+	if (!json_is_integer(h) || !json_is_integer(w) ||
+	    json_integer_value(h) < 0 || json_integer_value(h) > USHRT_MAX ||
+	    json_integer_value(w) < 0 || json_integer_value(w) > USHRT_MAX)
+		return corral_set_err(err, -EINVAL, "process.consoleSize: a height "
+				      "and a width, each 0 to %u", USHRT_MAX);
+	s->console_rows = (unsigned short)json_integer_value(h);
+	s->console_cols = (unsigned short)json_integer_value(w);
+	return 0;
+}
+
 static int load_process(const struct oci_operator *op, json_t *proc,
 			struct oci_spec *s, struct corral_err *err)
 {
@@ -540,6 +600,8 @@ static int load_process(const struct oci_operator *op, json_t *proc,
 		r = check_caps(op, json_object_get(proc, "capabilities"), err);
 	if (r == 0)
 		r = load_rlimits(json_object_get(proc, "rlimits"), s, err);
+	if (r == 0)
+		r = load_console_size(proc, s, err);
 	if (r < 0)
 		return r;
 	s->tty = json_is_true(json_object_get(proc, "terminal"));
@@ -772,20 +834,67 @@ static int check_masks(json_t *lnx, struct corral_err *err)
 	return 0;
 }
 
+/*
+ * Docker's own hook, which every `docker run` has (`--network none`
+ * too): dockerd runs itself again, `/proc/<its pid>/exe libnetwork-setkey
+ * -exec-root=DIR ID CONTROLLER`, with the container's state on stdin, to
+ * learn its network namespace and move its network's interface (a
+ * bridge's veth) in.  corral does not run it, and passing over it weakens
+ * nothing: the container's network is corral's own (loopback, or the
+ * policy's proxy) whatever Docker's network says.  Refused, it was the
+ * end of every container Docker started.  Only this shape is passed
+ * over; any other hook, or this one among others, is refused.
+ */
+static bool docker_network_hook(const char *stage, json_t *hook)
+{
+	const char *path = json_string_value(json_object_get(hook, "path"));
+	json_t *args = json_object_get(hook, "args");
+	const char *a0 = json_string_value(json_array_get(args, 0));
+	const char *a1 = json_string_value(json_array_get(args, 1));
+	const char *p;
+
+	if (strcmp(stage, "prestart") || !path || json_array_size(args) != 4 ||
+	    json_object_get(hook, "env") || json_object_get(hook, "timeout"))
+		return false;
+	/* /proc/<pid>/exe: dockerd's own binary, by its pid */
+	if (strncmp(path, "/proc/", 6) || path[6] < '1' || path[6] > '9')
+		return false;
+	for (p = path + 6; *p >= '0' && *p <= '9'; p++)
+		;
+	if (strcmp(p, "/exe"))
+		return false;
+	return a0 && !strcmp(a0, "libnetwork-setkey") && a1 &&
+	       !strncmp(a1, "-exec-root=/", 12) &&
+	       json_is_string(json_array_get(args, 2)) &&
+	       json_is_string(json_array_get(args, 3));
+}
+
+static int refuse_hooks(json_t *hooks, struct corral_err *err)
+{
+	const char *key;
+	json_t *v;
+
+	json_object_foreach(hooks, key, v) {
+		if (!json_array_size(v))
+			continue;
+		if (json_array_size(v) == 1 && docker_network_hook(key, json_array_get(v, 0)))
+			continue;
+		return corral_set_err(err, -EPERM, "hooks.%s refused: hooks run "
+				      "host programs as root", key);
+	}
+	return 0;
+}
+
 static int refuse_extras(json_t *doc, json_t *lnx, struct corral_err *err)
 {
-	json_t *hooks = json_object_get(doc, "hooks");
 	const char *key;
 	json_t *v;
 	int r = check_masks(lnx, err);
 
+	if (r == 0)
+		r = refuse_hooks(json_object_get(doc, "hooks"), err);
 	if (r < 0)
 		return r;
-
-	json_object_foreach(hooks, key, v)
-		if (json_array_size(v))
-			return corral_set_err(err, -EPERM, "hooks.%s refused: hooks run "
-					      "host programs as root", key);
 	/*
 	 * net.*: the container's own network namespace, which has only
 	 * loopback (podman sets net.ipv4.ping_group_range for every one):

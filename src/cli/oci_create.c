@@ -117,6 +117,7 @@ static __attribute__((noreturn)) void run_monitor(struct oci_spec *s,
 		.p = &s->p, .id = st->id, .argv = s->argv, .hostname = s->hostname,
 		.rlimits = s->rlimits, .nrlimits = s->nrlimits, .net_fd = s->net_fd,
 		.stdio = { -1, -1, -1 }, .tty = s->tty, .console_fd = console,
+		.console_rows = s->console_rows, .console_cols = s->console_cols,
 		.ctl_path = st->ctl, .events_path = evpath,
 		.call = pod_of(s->annotations), .ready_fd = ready,
 	};
@@ -477,6 +478,7 @@ static int exec_process_of(const struct oci_operator *op, const struct exec_args
 	if (!s->argv)
 		return corral_set_err(err, -ENOMEM, "out of memory for the command");
 	s->tty = a->tty;
+	s->console_rows = s->console_cols = 0;	/* the container's is not its */
 	free(s->cwd);
 	s->cwd = strdup(a->cwd ? a->cwd : "/");
 	if (!s->cwd)
@@ -533,6 +535,8 @@ int oci_exec(const struct oci_global *g, int argc, char **argv)
 		o.rlimits = s.rlimits;
 		o.nrlimits = s.nrlimits;
 		o.tty = s.tty;
+		o.console_rows = s.console_rows;
+		o.console_cols = s.console_cols;
 		r = corral_container_exec(&o, &pid, &err);
 	}
 	if (o.console_fd >= 0)

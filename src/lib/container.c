@@ -23,10 +23,12 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -90,12 +92,21 @@ static void tell_ready(struct monitor *m, const char *fmt, ...)
 	cleanup_closep(&m->ready_fd);
 }
 
-/* The pty's master to the engine's console socket, as runc sends it. */
-static int send_console(int sock, int fd, struct corral_err *err)
+/*
+ * The pty's master to the engine's console socket, as runc sends it,
+ * with the size config.json asked for (0 0: none, the kernel's).
+ */
+static int send_console(int sock, int fd, unsigned short rows, unsigned short cols,
+			struct corral_err *err)
 {
 	static const char name[] = "/dev/ptmx";
-	ssize_t n = fd_send(sock, name, sizeof(name) - 1, &fd, 1, MSG_NOSIGNAL);
+	struct winsize ws = { .ws_row = rows, .ws_col = cols };
+	ssize_t n;
 
+	if ((rows || cols) && ioctl(fd, TIOCSWINSZ, &ws) < 0)
+		return corral_set_errno(err, errno, "cannot size the pty %ux%u",
+					cols, rows);
+	n = fd_send(sock, name, sizeof(name) - 1, &fd, 1, MSG_NOSIGNAL);
 	if (n < 0)
 		return corral_set_errno(err, (int)-n, "cannot send the pty to the "
 					"console socket");
@@ -113,7 +124,8 @@ static void on_msg(void *arg, const struct child_msg *cm)
 		break;
 	case MSG_PTY_FD:
 		if (m->console_fd >= 0 && m->sb->ptyfd >= 0 &&
-		    send_console(m->console_fd, m->sb->ptyfd, &err) < 0)
+		    send_console(m->console_fd, m->sb->ptyfd, m->o->console_rows,
+				 m->o->console_cols, &err) < 0)
 			tell_ready(m, "error %s\n", err.msg);
 		cleanup_closep(&m->sb->ptyfd);
 		cleanup_closep(&m->console_fd);
@@ -570,14 +582,51 @@ static void on_request(evutil_socket_t fd, short what, void *arg)
 	close(cfd);
 }
 
+/*
+ * The address of the monitor's socket at path: the path itself, or where
+ * it is longer than sun_path holds, its directory opened (*dirfd, the
+ * caller's to close once bound or connected) and named through
+ * /proc/self/fd.  Docker's state root for its runtime is <exec
+ * root>/runtime-runc/moby, its ids 64 characters: <root>/<id>/ctl is 98
+ * bytes under /run/docker and longer than 107 under a --exec-root of 21
+ * characters or more (a private dockerd's under /tmp), where every
+ * create failed.
+ */
+static int ctl_addr(const char *path, struct sockaddr_un *sa, int *dirfd,
+		    struct corral_err *err)
+{
+	const char *base = strrchr(path, '/');
+	char dir[PATH_MAX];
+
+	*dirfd = -1;
+	memset(sa, 0, sizeof(*sa));
+	sa->sun_family = AF_UNIX;
+	if (strlen(path) < sizeof(sa->sun_path)) {
+		strcpy(sa->sun_path, path);
+		return 0;
+	}
+	if (!base || base == path || (size_t)(base - path) >= sizeof(dir))
+		return corral_set_err(err, -ENAMETOOLONG, "socket path %s is too "
+				      "long", path);
+	memcpy(dir, path, base - path);
+	dir[base - path] = '\0';
+	*dirfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (*dirfd < 0)
+		return corral_set_errno(err, errno, "the directory of the socket %s", path);
+	if ((size_t)snprintf(sa->sun_path, sizeof(sa->sun_path), "/proc/self/fd/%d%s",
+			     *dirfd, base) >= sizeof(sa->sun_path))
+		return corral_set_err(err, -ENAMETOOLONG, "socket path %s: its name "
+				      "is too long", path);
+	return 0;
+}
+
 static int listen_ctl(struct monitor *m, struct corral_err *err)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct sockaddr_un sa;
+	cleanup_close int dirfd = -1;
 
-	if (strlen(m->o->ctl_path) >= sizeof(sa.sun_path))
-		return corral_set_err(err, -ENAMETOOLONG, "socket path %s is too "
-				      "long", m->o->ctl_path);
-	strcpy(sa.sun_path, m->o->ctl_path);
+	if (ctl_addr(m->o->ctl_path, &sa, &dirfd, err) < 0)
+		return err->code;
 	m->listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (m->listen_fd < 0)
 		return corral_set_errno(err, errno, "socket");
@@ -698,16 +747,14 @@ int corral_container_monitor(const struct corral_container_opts *o,
 int container_ctl_fd(const char *ctl_path, const char *req, int fd, char *reply,
 		     size_t len, struct corral_err *err)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct sockaddr_un sa;
 	struct timeval tv = { CTL_TIMEOUT_S, 0 };
-	cleanup_close int sock = -1;
+	cleanup_close int sock = -1, dirfd = -1;
 	bool truncated;
 	ssize_t n;
 
-	if (strlen(ctl_path) >= sizeof(sa.sun_path))
-		return corral_set_err(err, -ENAMETOOLONG, "socket path %s is too "
-				      "long", ctl_path);
-	strcpy(sa.sun_path, ctl_path);
+	if (ctl_addr(ctl_path, &sa, &dirfd, err) < 0)
+		return err->code;
 	sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (sock < 0)
 		return corral_set_errno(err, errno, "socket");

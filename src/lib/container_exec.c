@@ -73,8 +73,12 @@ static int open_namespaces(pid_t init, int fds[NJOIN], struct corral_err *err)
 	return 0;
 }
 
-/* A pty of the container's devpts: the master to the console socket. */
-static int make_terminal(int console_fd, struct corral_err *err)
+/*
+ * A pty of the container's devpts, sized as process.json asked (0 0: the
+ * kernel's): the master to the console socket.
+ */
+static int make_terminal(int console_fd, const struct winsize *ws,
+			 struct corral_err *err)
 {
 	static const char name[] = "/dev/ptmx";
 	int master, slave, unlock = 0;
@@ -87,6 +91,12 @@ static int make_terminal(int console_fd, struct corral_err *err)
 	    (slave = ioctl(master, TIOCGPTPEER, O_RDWR | O_NOCTTY)) < 0) {
 		close(master);
 		return corral_set_errno(err, errno, "cannot open the pty's slave");
+	}
+	if ((ws->ws_row || ws->ws_col) && ioctl(master, TIOCSWINSZ, ws) < 0) {
+		close(master);
+		close(slave);
+		return corral_set_errno(err, errno, "cannot size the pty %ux%u",
+					ws->ws_col, ws->ws_row);
 	}
 	n = fd_send(console_fd, name, sizeof(name) - 1, &master, 1, MSG_NOSIGNAL);
 	if (n < 0) {
@@ -171,7 +181,9 @@ static __attribute__((noreturn)) void exec_process(const struct corral_container
 	if (read(gate, &go, 1) != 1)
 		_exit(126);
 	if (o->tty) {
-		if (make_terminal(o->console_fd, &err) < 0)
+		struct winsize ws = { .ws_row = o->console_rows, .ws_col = o->console_cols };
+
+		if (make_terminal(o->console_fd, &ws, &err) < 0)
 			report(rep, &err);
 		close(o->console_fd);
 	} else {

@@ -270,7 +270,7 @@ as_root_lane() {
 	# with K/N, images as root run in rest_lane (the root lane is the longest)
 	[ -z "$shard" ] && step "images as $me ($label)" tests/image.sh "$b/corral"
 	# with K/N, the OCI runtime as root runs in rest_lane
-	[ -z "$shard" ] && step "oci runtime, containerd, podman as $me ($label)" tests/oci.sh "$b/corral"
+	[ -z "$shard" ] && step "oci runtime, containerd, podman, docker as $me ($label)" tests/oci.sh "$b/corral"
 	# with K/N, the Python client here, not with the other clients in
 	# split_lane (the baseline's lanes: this one 562 s, that one 586)
 	[ -z "$shard" ] || step "python client as $me ($label)" tests/python_client.sh "$b/corral"
@@ -477,7 +477,7 @@ rest_lane() {
 	# abort.sh and apt-get as root: at nobody_lane's end
 	step "daemon export and snapshots as root (ASan+UBSan)" tests/snapshot.sh "$asan/corral"
 	step "CPython's tests outside and inside as root (gcc -O2)" tests/cpython.sh "$b/corral"
-	step "oci runtime, containerd, podman as root (ASan+UBSan)" tests/oci.sh "$asan/corral"
+	step "oci runtime, containerd, podman, docker as root (ASan+UBSan)" tests/oci.sh "$asan/corral"
 	# its two bounds (bound_test), in the -O2 build, here: the runtime
 	# refuses uid 65534, so the unprivileged lane, where the other bounds
 	# run, never ran them, and they ran in no lane at all

@@ -250,11 +250,11 @@ def main():
         body, what, fields = None, "`true`", {}
         if NOLIBC:
             ws = os.path.join(tmp, "ws")
-            os.mkdir(ws, 0o755)
-            why = serve.build_c(serve.FLOOR_EXIT_SRC, os.path.join(ws, "exit0"), serve.NOLIBC_FLAGS)
-            if why:
-                sys.exit(f"exec_path.py: BENCH_NOLIBC: {why}")
-            body, what, fields = {"argv": ["/workspace/exit0"]}, "a program without libc", {"workspace": ws}
+            os.mkdir(ws)
+            body, fields = serve.nolibc_workspace(ws)
+            if body is None:
+                sys.exit(f"exec_path.py: BENCH_NOLIBC: {fields}")
+            what = "a program without libc"
         sid, _ = api.create(idle_freeze_ms=FREEZE_MS if FROZEN else 0, **fields)
         for _ in range(10):
             api.exec_true(sid, body)

@@ -53,11 +53,10 @@ def main():
         body, fields = None, {}
         if NOLIBC:
             ws = os.path.join(tmp, "ws")
-            os.mkdir(ws, 0o755)
-            why = serve.build_c(serve.FLOOR_EXIT_SRC, os.path.join(ws, "exit0"), serve.NOLIBC_FLAGS)
-            if why:
-                sys.exit(f"paced_ab.py: BENCH_NOLIBC: {why}")
-            body, fields = {"argv": ["/workspace/exit0"]}, {"workspace": ws}
+            os.mkdir(ws)
+            body, fields = serve.nolibc_workspace(ws)
+            if body is None:
+                sys.exit(f"paced_ab.py: BENCH_NOLIBC: {fields}")
         for name, exe in (("a", sys.argv[1]), ("b", sys.argv[2])):
             serve.CORRAL = exe
             daemons.append(serve.Daemon(tmp, name, pool=0))

@@ -796,6 +796,16 @@ def cpuid_us():
         return None
 
 
+def nolibc_workspace(ws):
+    """bench/floor_exit.c built into ws as exit0 (ws mode 0755): the exec
+    body and create fields that run it, or (None, why)."""
+    os.chmod(ws, 0o755)
+    why = build_c(FLOOR_EXIT_SRC, os.path.join(ws, "exit0"), NOLIBC_FLAGS)
+    if why:
+        return None, why
+    return {"argv": ["/workspace/exit0"]}, {"workspace": ws}
+
+
 def exec_without_libc(d):
     """The same round trips of a command whose start runs no CPUID: a
     program that only exits (bench/floor_exit.c), from C and through the
@@ -804,11 +814,10 @@ def exec_without_libc(d):
     is the figure on the path that avoids it (issue 17)."""
     rows = []
     with tempfile.TemporaryDirectory(prefix="corral-bench-nolibc-") as ws:
-        os.chmod(ws, 0o755)
-        exe = os.path.join(ws, "exit0")
-        why = build_c(FLOOR_EXIT_SRC, exe, NOLIBC_FLAGS)
-        if why:
+        body, why = nolibc_workspace(ws)
+        if body is None:
             return [("floor: a program without libc (exit only)", why)]
+        exe = os.path.join(ws, "exit0")
         cost = cpuid_us()
         note = f", CPUID {cost:.1f} us here" if cost is not None else ""
         rows.append((f"floor: a program without libc{note}", floor_spawn(EXECS, 0, exe)))
@@ -816,7 +825,6 @@ def exec_without_libc(d):
         api = d.api()
         try:
             sid, _ = api.create(idle_freeze_ms=0, workspace=ws)
-            body = {"argv": ["/workspace/exit0"]}
             for _ in range(10):
                 api.exec_true(sid, body)
             times = [api.exec_true(sid, body) for _ in range(EXECS)]

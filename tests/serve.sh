@@ -1440,17 +1440,18 @@ t_cli_json_local_codes() {
 # puts(NULL) (a crash), one with a control to the terminal as it was.
 t_cli_snapshot_id_is_the_daemons_checked() {
 	local rc
-	printf 'HTTP/1.1 201 Created\r\nContent-Type: application/json\r\nContent-Length: 18\r\n\r\n{"sandbox": "sb1"}' > "$T/answer"
-	fake_daemon "$T/fake.sock" "$T/answer"
-	rc=0; timeout 30 "$CORRAL" snapshot --socket "$T/fake.sock" sb1 > "$T/o" 2> "$T/e" < /dev/null || rc=$?
-	wait "$FPID"
+	snapshot_answered() {	# snapshot_answered BODY: corral snapshot's rc, its out and err in $T
+		printf 'HTTP/1.1 201 Created\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s' \
+			"${#1}" "$1" > "$T/answer"
+		rm -f "$T/fake.sock"
+		fake_daemon "$T/fake.sock" "$T/answer"
+		rc=0; timeout 30 "$CORRAL" snapshot --socket "$T/fake.sock" sb1 > "$T/o" 2> "$T/e" < /dev/null || rc=$?
+		wait "$FPID"
+	}
+	snapshot_answered '{"sandbox": "sb1"}'
 	expect_eq "no id: exit" "$rc" 125
 	expect_contains "no id: said" "$(< "$T/e")" "the daemon's answer holds no \"id\""
-	rm -f "$T/fake.sock"
-	printf 'HTTP/1.1 201 Created\r\nContent-Type: application/json\r\nContent-Length: 21\r\n\r\n{"id": "s\\u001b]0;x"}' > "$T/answer"
-	fake_daemon "$T/fake.sock" "$T/answer"
-	rc=0; timeout 30 "$CORRAL" snapshot --socket "$T/fake.sock" sb1 > "$T/o" 2> "$T/e" < /dev/null || rc=$?
-	wait "$FPID"
+	snapshot_answered '{"id": "s\u001b]0;x"}'
 	expect_eq "an id with ESC: exit" "$rc" 0
 	expect_eq "an id with ESC: shown as text" "$(< "$T/o")" 's\x1b]0;x'
 }

@@ -1115,6 +1115,14 @@ EOF
 	bundle "$T/b" '["true"]' 'c["process"]["consoleSize"] = {"height": -1, "width": 80}'
 	oci create --bundle "$T/b" c2 || true
 	expect_contains "a size out of range" "$(last_error)" "process.consoleSize: a height and a width"
+	# past a winsize's 16 bits, or not a number: refused, never cut to fit
+	local size
+	for size in '{"height": 24, "width": 65536}' '{"height": "24", "width": 80}'; do
+		bundle "$T/b" '["true"]' "c[\"process\"][\"consoleSize\"] = $size"
+		oci create --bundle "$T/b" c2 || true
+		expect_contains "a size refused: $size" "$(last_error)" "process.consoleSize: a height and a width"
+		[ ! -e "$T/root/c2" ] || fail "state left behind for $size"
+	done
 }
 
 # console_listener SOCK LOG: a unix socket at SOCK whose first caller's
@@ -2340,20 +2348,27 @@ json.dump(c, open(sys.argv[1], "w"))' "$T/b/config.json" "$T/hidden/tree"
 # never answers (allow_other; emulated as root): create's fstat of the
 # opened rootfs held the runtime in the kernel, the engine's call with
 # it.  Refused now before anything there is asked, and nothing is left.
+# create_on_stalled_fuse BUNDLE MOUNT WORDS: create of BUNDLE, MOUNT a
+# stalled FUSE mount of uid 65534's on its way, refused with WORDS in the
+# log and no state left; MOUNT unmounted whatever came of it.
+create_on_stalled_fuse() {
+	local rc=0
+	timeout -s KILL 20 "$OCI" --root "$T/root" --log "$T/log.json" --log-format json \
+		create --bundle "$1" c1 > "$T/out" 2>&1 < /dev/null || rc=$?
+	fuse_stall_umount "$2"
+	expect_eq "create" "$rc" 1
+	expect_contains "refused" "$(last_error)" "$3"
+	[ ! -e "$T/root/c1" ] || fail "state left behind by a refused create"
+}
+
 t_rootfs_on_a_tenants_fuse_refused() {
 	need_root
-	local rc=0
 	bundle "$T/b" '["true"]' 'c["root"]["path"] = "fuse"'
 	mkdir "$T/b/fuse"
 	chown 65534:65534 "$T/b" "$T/b/fuse"
 	fuse_stall_mount "$T/b/fuse" 65534 || return 1
-	timeout -s KILL 20 "$OCI" --root "$T/root" --log "$T/log.json" --log-format json \
-		create --bundle "$T/b" c1 > "$T/out" 2>&1 < /dev/null || rc=$?
-	fuse_stall_umount "$T/b/fuse"
-	expect_eq "create" "$rc" 1
-	expect_contains "refused" "$(last_error)" \
+	create_on_stalled_fuse "$T/b" "$T/b/fuse" \
 		"root.path $T/b/fuse lies on a FUSE filesystem whose daemon is uid 65534's"
-	[ ! -e "$T/root/c1" ] || fail "state left behind by a refused create"
 }
 
 # The bundle itself a FUSE mount of a tenant's whose daemon never
@@ -2361,16 +2376,10 @@ t_rootfs_on_a_tenants_fuse_refused() {
 # config.json was read.  Refused now, judged as a rootfs is.
 t_bundle_on_a_tenants_fuse_refused() {
 	need_root
-	local rc=0
 	mkdir "$T/fb"
 	fuse_stall_mount "$T/fb" 65534 || return 1
-	timeout -s KILL 20 "$OCI" --root "$T/root" --log "$T/log.json" --log-format json \
-		create --bundle "$T/fb" c1 > "$T/out" 2>&1 < /dev/null || rc=$?
-	fuse_stall_umount "$T/fb"
-	expect_eq "create" "$rc" 1
-	expect_contains "refused" "$(last_error)" \
+	create_on_stalled_fuse "$T/fb" "$T/fb" \
 		"--bundle $T/fb lies on a FUSE filesystem whose daemon is uid 65534's"
-	[ ! -e "$T/root/c1" ] || fail "state left behind by a refused create"
 }
 
 t_rootfs_swapped_after_check() {

@@ -3882,24 +3882,12 @@ t_mcp_refuses_a_socket_swapped_under_it() {
 # A socket that is no corral daemon: its "events" carry a window title and
 # a BEL; corral events shows them escaped.
 t_events_of_a_hostile_daemon() {
-	$PY - "$T/fake.sock" <<'EOF' &
-import os, socket, sys
-s = socket.socket(socket.AF_UNIX)
-s.bind(sys.argv[1])
-s.listen(1)
-s.settimeout(30)
-c, _ = s.accept()
-c.settimeout(30)
-c.recv(65536)
-body = b'{"seq":1,"type":"x\x1b]2;owned\x07"}\n'
-c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\n"
-          b"Content-Length: %d\r\n\r\n" % len(body) + body)
-c.close()
-EOF
-	fpid=$!
-	for _ in $(seq 100); do [ -S "$T/fake.sock" ] && break; sleep 0.1; done
+	printf '{"seq":1,"type":"x\033]2;owned\007"}\n' > "$T/body"
+	{ printf 'HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\nContent-Length: %d\r\n\r\n' \
+		"$(wc -c < "$T/body")"; cat "$T/body"; } > "$T/answer"
+	fake_daemon "$T/fake.sock" "$T/answer"
 	timeout 30 "$CORRAL" events --socket "$T/fake.sock" > "$T/out" 2> "$T/err" < /dev/null
-	wait "$fpid"
+	wait "$FPID"
 	expect_eq "escaped" "$(< "$T/out")" '{"seq":1,"type":"x\x1b]2;owned\x07"}'
 }
 

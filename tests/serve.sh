@@ -3321,6 +3321,11 @@ t_call_process_killed_before_the_call() {
 	kill -KILL "$sp"
 	sp2=$(held_other "$a" "$sp") || fail "no process forked anew for the call"
 	kill -KILL "$sp2"
+	# dead before its move is let go: killed but not yet exited, its gate
+	# still open, it is moved and sent the call, which then ends as a
+	# command killed (CI saw that once, under load).  Out of the group's
+	# list once it exits, its files closed before.
+	wait_gone "the second process" 10 eval "box_procs $a | grep -x $sp2"
 	rm -f "$T/move"
 	exec 7>&-
 	wait "$cp" || true

@@ -9,6 +9,8 @@
 #include "policy_int.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -66,13 +68,10 @@ static int check_where(const struct corral_policy *p, const char *dst,
 /* "1777" -> 01777: octal, all of it, permission and sticky bits only. */
 static int parse_mode(const char *s, mode_t *mode, struct corral_err *err)
 {
-	char *end;
-	unsigned long v;
+	size_t n = strspn(s, "01234567");
+	unsigned long v = n && n <= 5 && !s[n] ? strtoul(s, NULL, 8) : ULONG_MAX;
 
-	errno = 0;
-	v = strtoul(s, &end, 8);
-	if (!*s || *end || errno || s[0] == '-' || s[0] == '+' || s[0] == ' ' ||
-	    v > 07777)
+	if (v > 07777)
 		return corral_set_err(err, -EINVAL, "mode=%s: not an octal mode "
 				      "(0 to 7777)", s);
 	if (v & (S_ISUID | S_ISGID))
@@ -87,13 +86,11 @@ static int parse_mode(const char *s, mode_t *mode, struct corral_err *err)
 static int check_owner(const char *o, const char *v, unsigned want,
 		       struct corral_err *err)
 {
-	char *end;
-	unsigned long id;
+	size_t n = strspn(v, "0123456789");
+	unsigned long id = n && n <= 10 && !v[n] ? strtoul(v, NULL, 10) : ULONG_MAX;
 
-	errno = 0;
-	id = strtoul(v, &end, 10);
-	if (!*v || *end || errno || v[0] < '0' || v[0] > '9')
-		return corral_set_err(err, -EINVAL, "%s=%s: not a number", o, v);
+	if (id > UINT32_MAX)
+		return corral_set_err(err, -EINVAL, "%s=%s: not an id", o, v);
 	if (id != want)
 		return corral_set_err(err, -EINVAL, "%s=%s refused: the directory "
 				      "is the sandbox user's (%u), the only id its "

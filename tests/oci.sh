@@ -2813,6 +2813,17 @@ t_podman() {
 	out=$(timeout 60 $P run --rm --network none -t "$img" 'tty; exit 4' 2>&1) || rc=$?
 	expect_contains "podman run -t" "$out" "/dev/pts/"
 	expect_eq "podman run -t status" "$rc" 4
+	# --tmpfs: a writable directory (refused before: "a tmpfs mount on
+	# /cache refused"); podman's tmpcopyup taken, the directory empty
+	rc=0
+	out=$(timeout 60 $P run --rm --network none --read-only --tmpfs /cache "$img" \
+		'busybox stat -c "mode %a %u" /cache; echo pm-tmpfs > /cache/f && cat /cache/f;
+		 busybox grep " /cache " /proc/self/mountinfo' 2>&1) || rc=$?
+	echo "$out"
+	expect_eq "podman --tmpfs: status" "$rc" 0
+	expect_contains "podman --tmpfs: mode" "$out" "mode 1777 1000"
+	expect_contains "podman --tmpfs: written" "$out" "pm-tmpfs"
+	expect_contains "podman --tmpfs: nosuid, nodev" "$out" " /cache rw,nosuid,nodev"
 	rc=0
 	timeout 60 $P run -d --name pm1 --network none "$img" 'busybox sleep 60' ||
 		fail "podman run -d"
@@ -3136,6 +3147,36 @@ t_docker_user_readonly_binds() {
 	expect_eq "a bind with :ro: status" "$rc" 1
 	expect_contains "a bind with :ro" "$out" "Read-only file system"
 	[ ! -e "$DKR/share/h" ] || fail "written through a :ro bind"
+}
+
+# docker run --tmpfs (refused before: "a tmpfs mount on /cache
+# refused"): Docker's options (noexec, nosuid, nodev, rprivate) and
+# mode=, on a --read-only root; a fresh directory every run
+t_docker_tmpfs() {
+	dkr_ready
+	local out rc=0 i
+	for i in 1 2; do
+		out=$(dk run --rm --runtime corral --network none --read-only \
+			--tmpfs /cache:mode=1777 --tmpfs /r:ro,mode=0700 "$DIMAGE" \
+			'busybox stat -c "mode %a %u" /cache /r; ls -A /cache | busybox wc -l;
+			 echo dk-tmpfs > /cache/f && cat /cache/f; touch /r/x;
+			 busybox cp /bin/busybox /cache/true && /cache/true && echo EXEC;
+			 busybox grep -E " /(cache|r) " /proc/self/mountinfo' 2>&1) || rc=$?
+		echo "$out"
+		expect_eq "--tmpfs: status" "$rc" 0
+		expect_contains "--tmpfs: mode=1777" "$out" "mode 1777 1000"
+		expect_contains "--tmpfs: mode=0700" "$out" "mode 700 1000"
+		expect_contains "--tmpfs: empty" "$out" $'\n0\n'
+		expect_contains "--tmpfs: written" "$out" "dk-tmpfs"
+		expect_contains "--tmpfs: ro" "$out" "/r/x: Read-only file system"
+		expect_not_contains "--tmpfs: Docker's noexec" "$out" "EXEC"
+		expect_contains "--tmpfs: nosuid, nodev" "$out" " /cache rw,nosuid,nodev,noexec"
+	done
+	rc=0
+	out=$(dk run --rm --runtime corral --network none --tmpfs /x:mode=4777 "$DIMAGE" \
+		'echo RAN' 2>&1) || rc=$?
+	expect_not_contains "--tmpfs mode=4777" "$out" RAN
+	expect_contains "--tmpfs mode=4777" "$out" "mode=4777 refused: a setuid or setgid bit"
 }
 
 # What corral denies, denied under Docker as under ctr: options that

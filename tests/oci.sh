@@ -1724,6 +1724,13 @@ t_tmpfs_mount() {
 	done
 	[ "$(ls -A "$T/b/rootfs/cache")" = old ] || fail "the bundle's rootfs written: $(ls -A "$T/b/rootfs/cache")"
 	nothing_left c1 "" ""
+	# an exec'd process (its own Landlock rules, from the config) writes there too
+	bundle "$T/b" '["sleep", "30"]' \
+		"c['mounts'].append({'destination': '/cache', 'type': 'tmpfs', 'source': 'tmpfs'})"
+	oci create --bundle "$T/b" c2 > /dev/null
+	oci start c2 > /dev/null
+	expect_eq "exec writes" "$(oci exec c2 sh -c 'echo by-exec > /cache/e && cat /cache/e')" by-exec
+	oci delete --force c2
 }
 
 # What a hostile config.json asks of a tmpfs: a way out of the rootfs

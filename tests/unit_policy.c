@@ -450,6 +450,7 @@ TEST(add_bind_rejects)
 		{ "/dev", "cannot be /dev" },
 		{ "/x:/oldroot", "cannot be /oldroot" },
 		{ "/x:/.corral/y", "cannot be /.corral" },
+		{ "/x:/.scratch", "cannot be /.scratch" },
 		{ "/x://proc//", "cannot be /proc" },
 	};
 	struct corral_policy p;

@@ -103,6 +103,24 @@ struct corral_bind {
 	int fd;
 };
 
+/*
+ * A tmpfs as a container asks for one (docker --tmpfs, podman --tmpfs, a
+ * config.json mount of type tmpfs): a writable, empty, private directory
+ * at dst.  Not a tmpfs of its own, which would be a second pool to fill
+ * past the disk limit: a fresh directory of the sandbox's one scratch
+ * (limits.disk, its files budget), bound at dst; nosuid and nodev always.
+ * corral_policy_add_tmpfs() fills it.
+ */
+struct corral_tmpfs {
+	char *dst;		/* inside the sandbox: absolute, normalised */
+	mode_t mode;		/* the directory's: 01777 (a tmpfs's) unless mode= */
+	bool ro;		/* read-only: empty, and stays so */
+	bool noexec;
+};
+
+/* A sandbox's tmpfs mounts at most (each is a mount and a Landlock rule). */
+#define CORRAL_TMPFS_MAX 16
+
 struct corral_env {
 	char *name;
 	char *value;
@@ -172,6 +190,9 @@ struct corral_policy {
 	char *workspace;		/* host dir shown at /workspace (overlay), or NULL */
 	struct corral_bind *binds;
 	size_t nbinds;
+	/* directories of the scratch at their destinations (corral_policy_add_tmpfs) */
+	struct corral_tmpfs *tmpfs;
+	size_t ntmpfs;
 	/*
 	 * filesystem.hide: paths as the sandbox sees them, masked after the
 	 * binds (an empty read-only file over a file, an empty read-only
@@ -419,6 +440,23 @@ int corral_policy_add_bind(struct corral_policy *p, const char *spec,
 CORRAL_PUBLIC
 int corral_policy_add_pinned_bind(struct corral_policy *p, int fd, const char *dst,
 				  bool writable, struct corral_err *err);
+/*
+ * A tmpfs mount at dst (struct corral_tmpfs), with a mount's options as
+ * an engine gives them: ro/rw, noexec/exec, mode=OCTAL (no setuid or
+ * setgid bit); nosuid, nodev (always on), suid, dev, size=, nr_inodes=
+ * (the scratch's size and files bound it), propagation (the sandbox's
+ * mounts are private), tmpcopyup (the directory starts empty) taken and
+ * not applied; uid=/gid= only as the sandbox's user (1000), who owns
+ * it.  Refused, with why: dst not absolute or with "..", "/", corral's
+ * own trees (/proc /dev /sys /oldroot /.corral /.scratch) and what holds
+ * corral's own mounts (/tmp, /home/agent, /workspace, /etc, or a
+ * directory above one), a dst given twice or already a bind's, more than
+ * CORRAL_TMPFS_MAX, an option unknown or malformed.
+ */
+CORRAL_PUBLIC
+int corral_policy_add_tmpfs(struct corral_policy *p, const char *dst,
+			    const char *const *options, size_t nopts,
+			    struct corral_err *err);
 /* Bind i, or the workspace, as the object fd holds (taken, as above). */
 CORRAL_PUBLIC
 int corral_policy_pin_bind(struct corral_policy *p, size_t i, int fd,

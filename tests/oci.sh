@@ -1688,6 +1688,152 @@ t_refuses_other_mounts() {
 		"a proc mount on /hostproc refused"
 }
 
+# ---- tmpfs mounts (docker and podman --tmpfs) -----------------------------
+
+# A config.json tmpfs mount: what the user expects of one, a writable,
+# empty, private directory (refused before: "a tmpfs mount on /cache
+# refused").  Not a tmpfs of its own but a directory of the container's
+# scratch, bound there: empty over what the image has at that path, its
+# mode and ro/noexec honoured, nosuid and nodev always, on a read-only
+# root; gone with the container.
+t_tmpfs_mount() {
+	need_root
+	bundle "$T/b" '["sh", "-c", "echo n=$(ls -A /cache | busybox wc -l); busybox stat -c \"mode %a %u\" /cache /ro; echo data > /cache/f && cat /cache/f; touch /ro/x; touch /etc/x; busybox grep -E \" /(cache|ro|nx) \" /proc/self/mountinfo; busybox cp /bin/busybox /nx/true && /nx/true && echo EXEC-nx; busybox cp /bin/busybox /cache/true && /cache/true && echo EXEC-cache"]' \
+		"c['mounts'] += [{'destination': '/cache', 'type': 'tmpfs', 'source': 'tmpfs', 'options': ['nosuid', 'nodev', 'mode=750']},
+{'destination': '/ro', 'type': 'tmpfs', 'source': 'tmpfs', 'options': ['ro', 'dev', 'suid']},
+{'destination': '/nx', 'type': 'tmpfs', 'source': 'tmpfs', 'options': ['noexec']}]"
+	mkdir -p "$T/b/rootfs/cache"
+	echo image > "$T/b/rootfs/cache/old"
+	for _ in 1 2; do
+		/usr/bin/python3 "$SHIM" "$OCI" "$T/root" "$T/b" c1 > "$T/shim" 2>&1 ||
+			{ cat "$T/shim"; fail "shim"; return 1; }
+		cat "$T/shim"
+		# every run starts empty: the last one's file went with it
+		expect_contains "empty" "$(cat "$T/shim")" "n=0"
+		expect_contains "mode= and its owner" "$(cat "$T/shim")" "mode 750 1000"
+		expect_contains "a tmpfs's own mode" "$(cat "$T/shim")" "mode 1777 1000"
+		expect_contains "written" "$(cat "$T/shim")" $'\ndata\n'
+		expect_contains "ro" "$(cat "$T/shim")" "/ro/x: Read-only file system"
+		expect_contains "the root read-only still" "$(cat "$T/shim")" "/etc/x: Read-only file system"
+		expect_eq "nosuid, nodev: all three" \
+			"$(grep -cE ' /(cache|ro|nx) .*nosuid,nodev' "$T/shim")" 3
+		expect_not_contains "noexec" "$(cat "$T/shim")" "EXEC-nx"
+		expect_contains "exec where not noexec" "$(cat "$T/shim")" "EXEC-cache"
+		expect_contains "exit" "$(cat "$T/shim")" "exit 0"
+		oci delete c1
+	done
+	[ "$(ls -A "$T/b/rootfs/cache")" = old ] || fail "the bundle's rootfs written: $(ls -A "$T/b/rootfs/cache")"
+	nothing_left c1 "" ""
+	# an exec'd process (its own Landlock rules, from the config) writes there too
+	bundle "$T/b" '["sleep", "30"]' \
+		"c['mounts'].append({'destination': '/cache', 'type': 'tmpfs', 'source': 'tmpfs'})"
+	oci create --bundle "$T/b" c2 > /dev/null
+	oci start c2 > /dev/null
+	expect_eq "exec writes" "$(oci exec c2 sh -c 'echo by-exec > /cache/e && cat /cache/e')" by-exec
+	oci delete --force c2
+}
+
+# What a hostile config.json asks of a tmpfs: a way out of the rootfs
+# (".."), onto corral's own trees and files, the root, a setuid mode,
+# another owner, a thousand mounts.  Each refused with its reason, and
+# nothing is left; on /proc/sys (corral's /proc, as /dev and /run) it is
+# passed over, and /proc/sys stays read-only proc.
+t_tmpfs_refused() {
+	need_root
+	local t="'type': 'tmpfs', 'source': 'tmpfs'" d w
+	while IFS='|' read -r d w; do
+		refused "c['mounts'].append({'destination': '$d', $t})" "$w"
+	done <<-EOF
+	/cache/../../../../etc|must not contain a ".." component
+	/|cannot be "/", the sandbox's own root
+	/.scratch|cannot be /.scratch or lie under it
+	/.scratch/tmp|cannot be /.scratch or lie under it
+	/oldroot/etc|cannot be /oldroot or lie under it
+	/etc|it would hide corral's own /etc/hosts
+	/etc/passwd|it would hide corral's own /etc/passwd
+	/home|it would hide corral's own /home/agent
+	/workspace|it would hide corral's own /workspace
+	cache|destination must be an absolute path
+	EOF
+	while IFS='|' read -r o w; do
+		refused "c['mounts'].append({'destination': '/cache', $t, 'options': [$o]})" "$w"
+	done <<-EOF
+	'mode=4777'|mode=4777 refused: a setuid or setgid bit
+	'mode=2755'|mode=2755 refused: a setuid or setgid bit
+	'mode=rwx'|mode=rwx: not an octal mode
+	'mode=17777'|mode=17777: not an octal mode
+	'uid=0'|uid=0 refused: the directory is the sandbox user's (1000)
+	'gid=0'|gid=0 refused
+	'size=lots'|size: not a size
+	'remount'|option "remount": not one a tmpfs of corral's takes
+	5|options[0]: not a string
+	EOF
+	refused "c['mounts'] += [{'destination': '/c', $t}, {'destination': '/c/', $t}]" \
+		"mounts[6]: a tmpfs on /c: given twice"
+	refused "c['mounts'] += [{'destination': '/m%d' % i, $t} for i in range(1000)]" \
+		"mounts[21]: a tmpfs on /m16: more than 16 tmpfs mounts"
+	# corral's own /proc: passed over, as any mount there is
+	bundle "$T/b" '["sh", "-c", "busybox grep \" /proc/sys \" /proc/self/mountinfo; echo x > /proc/sys/kernel/hostname"]' \
+		"c['mounts'].append({'destination': '/proc/sys', $t})"
+	/usr/bin/python3 "$SHIM" "$OCI" "$T/root" "$T/b" c1 > "$T/shim" 2>&1 ||
+		{ cat "$T/shim"; fail "shim"; return 1; }
+	cat "$T/shim"
+	expect_contains "/proc/sys: read-only" "$(cat "$T/shim")" " /proc/sys ro,"
+	expect_contains "/proc/sys: proc" "$(cat "$T/shim")" " - proc proc "
+	expect_not_contains "/proc/sys: no tmpfs" "$(cat "$T/shim")" "tmpfs"
+	oci delete c1
+}
+
+# A destination through a link of the image that leads out of the rootfs
+# on the host (cache -> ../../../../$T/host, an absolute one too, and one
+# on the way): the mount point is a directory made in the root over the
+# link, never the host's directory, which is neither mounted on nor written.
+t_tmpfs_not_through_image_links() {
+	need_root
+	local up
+	mkdir -p "$T/host"
+	echo host > "$T/host/marker"
+	up=$(echo "$T/b/rootfs" | sed 's|[^/]*|..|g; s|^/||')
+	bundle "$T/b" '["sh", "-c", "for d in /cache /abs /via/sub; do ls -A $d; echo w-$d > $d/f; cat $d/f; done; echo end"]' \
+		"c['mounts'] += [{'destination': d, 'type': 'tmpfs', 'source': 'tmpfs'} for d in ('/cache', '/abs', '/via/sub')]"
+	ln -s "$up$T/host" "$T/b/rootfs/cache"
+	ln -s "$T/host" "$T/b/rootfs/abs"
+	ln -s "$up$T/host" "$T/b/rootfs/via"
+	[ "$(cat "$T/b/rootfs/cache/marker")" = host ] || fail "the link does not lead to the host's directory"
+	/usr/bin/python3 "$SHIM" "$OCI" "$T/root" "$T/b" c1 > "$T/shim" 2>&1 ||
+		{ cat "$T/shim"; fail "shim"; return 1; }
+	cat "$T/shim"
+	expect_not_contains "the host's directory not seen" "$(cat "$T/shim")" "marker"
+	expect_contains "written inside" "$(cat "$T/shim")" "w-/via/sub"
+	expect_contains "ran" "$(cat "$T/shim")" "end"
+	expect_eq "the host's directory" "$(ls -A "$T/host")" marker
+	[ -L "$T/b/rootfs/cache" ] && [ -L "$T/b/rootfs/via" ] || fail "the image's links replaced"
+	oci delete c1
+}
+
+# What is written there counts against the container's disk, with /tmp
+# and the rest: one scratch, no second pool.  Past limits.disk (8M, by an
+# annotation's policy) the write fails ENOSPC, and /tmp is full too.
+t_tmpfs_in_the_disk_budget() {
+	need_root
+	mkdir -p "$T/pol"
+	echo '{"limits": {"disk": "8M"}}' > "$T/pol/small.json"
+	printf '{"policies_dir": "%s"}\n' "$T/pol" > "$T/op.json"
+	chmod -R a+rX "$T/pol" "$T/op.json"
+	bundle "$T/b" '["sh", "-c", "busybox dd if=/dev/zero of=/cache/big bs=1M count=32 2>&1 | busybox tail -1; busybox du -k /cache/big; echo x > /tmp/y || echo tmp-full; echo end"]' \
+		"c['annotations'] = {'io.corral.policy': 'small'}
+c['mounts'].append({'destination': '/cache', 'type': 'tmpfs', 'source': 'tmpfs', 'options': ['size=1g']})"
+	CORRAL_OCI_CONFIG=$T/op.json /usr/bin/python3 "$SHIM" "$OCI" "$T/root" "$T/b" c1 \
+		> "$T/shim" 2>&1 || { cat "$T/shim"; fail "shim"; return 1; }
+	cat "$T/shim"
+	expect_contains "ENOSPC" "$(cat "$T/shim")" "No space left on device"
+	expect_contains "one pool: /tmp full too" "$(cat "$T/shim")" "tmp-full"
+	local kb
+	kb=$(awk '$2 == "/cache/big" {print $1}' "$T/shim")
+	[ -n "$kb" ] && [ "$kb" -le 8192 ] || fail "/cache/big is ${kb:-?} KiB, past the 8M disk"
+	oci delete c1
+}
+
 # rlimits below 0 (-1 would read as unlimited) or soft above hard
 # maskedPaths and readonlyPaths beyond corral's own /proc and /sys: a file
 # of the image the operator would hide, or a tree kept read-only, which
@@ -2674,6 +2820,17 @@ t_podman() {
 	out=$(timeout 60 $P run --rm --network none -t "$img" 'tty; exit 4' 2>&1) || rc=$?
 	expect_contains "podman run -t" "$out" "/dev/pts/"
 	expect_eq "podman run -t status" "$rc" 4
+	# --tmpfs: a writable directory (refused before: "a tmpfs mount on
+	# /cache refused"); podman's tmpcopyup taken, the directory empty
+	rc=0
+	out=$(timeout 60 $P run --rm --network none --read-only --tmpfs /cache "$img" \
+		'busybox stat -c "mode %a %u" /cache; echo pm-tmpfs > /cache/f && cat /cache/f;
+		 busybox grep " /cache " /proc/self/mountinfo' 2>&1) || rc=$?
+	echo "$out"
+	expect_eq "podman --tmpfs: status" "$rc" 0
+	expect_contains "podman --tmpfs: mode" "$out" "mode 1777 1000"
+	expect_contains "podman --tmpfs: written" "$out" "pm-tmpfs"
+	expect_contains "podman --tmpfs: nosuid, nodev" "$out" " /cache rw,nosuid,nodev"
 	rc=0
 	timeout 60 $P run -d --name pm1 --network none "$img" 'busybox sleep 60' ||
 		fail "podman run -d"
@@ -2997,6 +3154,36 @@ t_docker_user_readonly_binds() {
 	expect_eq "a bind with :ro: status" "$rc" 1
 	expect_contains "a bind with :ro" "$out" "Read-only file system"
 	[ ! -e "$DKR/share/h" ] || fail "written through a :ro bind"
+}
+
+# docker run --tmpfs (refused before: "a tmpfs mount on /cache
+# refused"): Docker's options (noexec, nosuid, nodev, rprivate) and
+# mode=, on a --read-only root; a fresh directory every run
+t_docker_tmpfs() {
+	dkr_ready
+	local out rc=0 i
+	for i in 1 2; do
+		out=$(dk run --rm --runtime corral --network none --read-only \
+			--tmpfs /cache:mode=1777 --tmpfs /r:ro,mode=0700 "$DIMAGE" \
+			'busybox stat -c "mode %a %u" /cache /r; ls -A /cache | busybox wc -l;
+			 echo dk-tmpfs > /cache/f && cat /cache/f; touch /r/x;
+			 busybox cp /bin/busybox /cache/true && /cache/true && echo EXEC;
+			 busybox grep -E " /(cache|r) " /proc/self/mountinfo' 2>&1) || rc=$?
+		echo "$out"
+		expect_eq "--tmpfs: status" "$rc" 0
+		expect_contains "--tmpfs: mode=1777" "$out" "mode 1777 1000"
+		expect_contains "--tmpfs: mode=0700" "$out" "mode 700 1000"
+		expect_contains "--tmpfs: empty" "$out" $'\n0\n'
+		expect_contains "--tmpfs: written" "$out" "dk-tmpfs"
+		expect_contains "--tmpfs: ro" "$out" "/r/x: Read-only file system"
+		expect_not_contains "--tmpfs: Docker's noexec" "$out" "EXEC"
+		expect_contains "--tmpfs: nosuid, nodev" "$out" " /cache rw,nosuid,nodev,noexec"
+	done
+	rc=0
+	out=$(dk run --rm --runtime corral --network none --tmpfs /x:mode=4777 "$DIMAGE" \
+		'echo RAN' 2>&1) || rc=$?
+	expect_not_contains "--tmpfs mode=4777" "$out" RAN
+	expect_contains "--tmpfs mode=4777" "$out" "mode=4777 refused: a setuid or setgid bit"
 }
 
 # What corral denies, denied under Docker as under ctr: options that

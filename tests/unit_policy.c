@@ -450,6 +450,7 @@ TEST(add_bind_rejects)
 		{ "/dev", "cannot be /dev" },
 		{ "/x:/oldroot", "cannot be /oldroot" },
 		{ "/x:/.corral/y", "cannot be /.corral" },
+		{ "/x:/.scratch", "cannot be /.scratch" },
 		{ "/x://proc//", "cannot be /proc" },
 	};
 	struct corral_policy p;
@@ -466,6 +467,109 @@ TEST(add_bind_rejects)
 		CHECK_STR_CONTAINS(err.msg, got);
 	}
 	CHECK(p.nbinds == 0);
+	corral_policy_free(&p);
+}
+
+/*
+ * A container's tmpfs (corral_policy_add_tmpfs): the options an engine
+ * writes, honoured or taken; the destination normalised; a copy has its own.
+ */
+TEST(add_tmpfs_options)
+{
+	static const char *const docker[] = { "noexec", "nosuid", "nodev", "rprivate",
+					      "mode=1777", "size=65536k" };
+	static const char *const podman[] = { "rw", "rprivate", "nosuid", "nodev",
+					      "tmpcopyup", "size=50%" };
+	static const char *const ro[] = { "ro", "suid", "dev", "mode=0750", "uid=1000",
+					  "gid=1000", "nr_inodes=1k", "exec" };
+	struct corral_policy p, q;
+	struct corral_err err = { 0 };
+
+	corral_policy_init(&p);
+	CHECK(corral_policy_add_tmpfs(&p, "/cache", docker, ARRAY_SIZE(docker), &err) == 0);
+	CHECK(corral_policy_add_tmpfs(&p, "//run2/./x/", podman, ARRAY_SIZE(podman), &err) == 0);
+	CHECK(corral_policy_add_tmpfs(&p, "/r", ro, ARRAY_SIZE(ro), &err) == 0);
+	CHECK(corral_policy_add_tmpfs(&p, "/plain", NULL, 0, &err) == 0);
+	CHECK(p.ntmpfs == 4);
+	if (p.ntmpfs == 4) {
+		CHECK(!strcmp(p.tmpfs[0].dst, "/cache") && p.tmpfs[0].noexec &&
+		      !p.tmpfs[0].ro && p.tmpfs[0].mode == 01777);
+		CHECK(!strcmp(p.tmpfs[1].dst, "/run2/x") && !p.tmpfs[1].noexec &&
+		      !p.tmpfs[1].ro && p.tmpfs[1].mode == 01777);
+		CHECK(p.tmpfs[2].ro && !p.tmpfs[2].noexec && p.tmpfs[2].mode == 0750);
+		CHECK(!p.tmpfs[3].ro && !p.tmpfs[3].noexec && p.tmpfs[3].mode == 01777);
+	}
+	CHECK(corral_policy_copy(&q, &p, &err) == 0);
+	CHECK(q.ntmpfs == 4 && q.tmpfs != p.tmpfs && q.tmpfs[1].dst != p.tmpfs[1].dst &&
+	      !strcmp(q.tmpfs[1].dst, "/run2/x") && q.tmpfs[2].mode == 0750);
+	corral_policy_free(&q);
+	corral_policy_free(&p);
+}
+
+TEST(add_tmpfs_rejects)
+{
+	static const struct {
+		const char *dst, *opt, *why;
+	} t[] = {
+		{ NULL, NULL, "no destination" },
+		{ "cache", NULL, "must be absolute" },
+		{ "/a/../../etc", NULL, "must not contain a \"..\" component" },
+		{ "/", NULL, "cannot be \"/\"" },
+		{ "//", NULL, "cannot be \"/\"" },
+		{ "/proc/sys", NULL, "cannot be /proc" },
+		{ "/dev/shm", NULL, "cannot be /dev" },
+		{ "/.scratch", NULL, "cannot be /.scratch" },
+		{ "/oldroot/x", NULL, "cannot be /oldroot" },
+		{ "/etc", NULL, "hide corral's own /etc/hosts" },
+		{ "/etc/resolv.conf", NULL, "hide corral's own /etc/resolv.conf" },
+		{ "/home", NULL, "hide corral's own /home/agent" },
+		{ "/tmp", NULL, "hide corral's own /tmp" },
+		{ "/workspace/", NULL, "hide corral's own /workspace" },
+		{ "/bound", NULL, "a bind is there already" },
+		{ "/c", "mode=4755", "mode=4755 refused: a setuid or setgid bit" },
+		{ "/c", "mode=2777", "mode=2777 refused" },
+		{ "/c", "mode=10000", "mode=10000: not an octal mode" },
+		{ "/c", "mode=9", "mode=9: not an octal mode" },
+		{ "/c", "mode=", "mode=: not an octal mode" },
+		{ "/c", "mode=-1", "mode=-1: not an octal mode" },
+		{ "/c", "mode= 755", "not an octal mode" },
+		{ "/c", "uid=0", "uid=0 refused: the directory is the sandbox user's (1000)" },
+		{ "/c", "gid=65534", "gid=65534 refused" },
+		{ "/c", "uid=x", "uid=x: not an id" },
+		{ "/c", "uid=-1000", "not an id" },
+		{ "/c", "gid=4294967296", "not an id" },
+		{ "/c", "size=many", "size: not a size" },
+		{ "/c", "size=%", "size: " },
+		{ "/c", "nr_inodes=-1", "nr_inodes: " },
+		{ "/c", "remount", "option \"remount\": not one" },
+		{ "/c", "bind", "option \"bind\": not one" },
+		{ "/c", "", "option \"\": not one" },
+	};
+	struct corral_policy p;
+	struct corral_err err = { 0 };
+	char dst[32];
+	size_t i;
+
+	corral_policy_init(&p);
+	CHECK(corral_policy_add_bind(&p, "/opt:/bound", false, &err) == 0);
+	for (i = 0; i < ARRAY_SIZE(t); i++) {
+		const char *o[] = { t[i].opt };
+
+		err = (struct corral_err){ 0 };
+		CHECK(corral_policy_add_tmpfs(&p, t[i].dst, o, t[i].opt ? 1 : 0, &err) < 0);
+		CHECK_STR_CONTAINS(err.msg, t[i].why);
+	}
+	CHECK(p.ntmpfs == 0);
+	CHECK(corral_policy_add_tmpfs(&p, "/c", NULL, 0, &err) == 0);
+	CHECK(corral_policy_add_tmpfs(&p, "/c/", NULL, 0, &err) == -EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "a tmpfs on /c: given twice");
+	for (i = 1; i < CORRAL_TMPFS_MAX; i++) {
+		snprintf(dst, sizeof(dst), "/m%zu", i);
+		CHECK(corral_policy_add_tmpfs(&p, dst, NULL, 0, &err) == 0);
+	}
+	CHECK(corral_policy_add_tmpfs(&p, "/one-more", NULL, 0, &err) == -E2BIG);
+	CHECK_STR_CONTAINS(err.msg, "more than 16 tmpfs mounts");
+	CHECK(p.ntmpfs == CORRAL_TMPFS_MAX);
 	corral_policy_free(&p);
 }
 

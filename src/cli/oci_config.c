@@ -419,6 +419,41 @@ static int open_allowed(const struct oci_operator *op, const char *src)
 	return -EPERM;
 }
 
+/*
+ * A tmpfs mount (docker and podman --tmpfs): a fresh directory of the
+ * sandbox's scratch at its destination, in the container's disk budget
+ * (corral_policy_add_tmpfs says which options it honours); its options
+ * strings only, as the engines write them.
+ */
+static int add_tmpfs(json_t *opts, const char *dst, size_t i, struct oci_spec *s,
+		     struct corral_err *err)
+{
+	const char *o[64];
+	size_t n = json_array_size(opts);
+	json_t *v;
+	size_t k;
+
+	if (opts && !json_is_array(opts))
+		return corral_set_err(err, -EINVAL, "mounts[%zu]: options: not an "
+				      "array", i);
+	if (n > sizeof(o) / sizeof(o[0]))
+		return corral_set_err(err, -EINVAL, "mounts[%zu]: %zu options, more "
+				      "than %zu", i, n, sizeof(o) / sizeof(o[0]));
+	json_array_foreach(opts, k, v) {
+		if (!json_is_string(v))
+			return corral_set_err(err, -EINVAL, "mounts[%zu]: options[%zu]: "
+					      "not a string", i, k);
+		o[k] = json_string_value(v);
+	}
+	if (corral_policy_add_tmpfs(&s->p, dst, o, n, err) < 0) {
+		char why[CORRAL_ERR_MAX];
+
+		snprintf(why, sizeof(why), "%s", err->msg);
+		return corral_set_err(err, err->code, "mounts[%zu]: %s", i, why);
+	}
+	return 0;
+}
+
 static int add_mounts(const struct oci_operator *op, json_t *mounts,
 		      struct oci_spec *s, struct corral_err *err)
 {
@@ -439,6 +474,11 @@ static int add_mounts(const struct oci_operator *op, json_t *mounts,
 					      "must be an absolute path", i);
 		if (own_mount(dst))
 			continue;
+		if (!bind && type && !strcmp(type, "tmpfs")) {
+			if (add_tmpfs(opts, dst, i, s, err) < 0)
+				return err->code;
+			continue;
+		}
 		if (!bind)
 			return corral_set_err(err, -EPERM, "mounts[%zu]: a %s mount on %s "
 					      "refused: corral mounts only its own kernel "

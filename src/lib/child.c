@@ -547,10 +547,14 @@ static int apply_landlock(const struct corral_policy *p, struct corral_err *err)
 		if (want++ < sizeof(rules) / sizeof(rules[0]))
 			rules[n++] = (struct ll_rule){ p->binds[i].dst, true, true };
 	}
+	/* a tmpfs is a directory of the scratch: as writable as /tmp */
+	for (size_t i = 0; i < p->ntmpfs; i++)
+		if (!p->tmpfs[i].ro && want++ < sizeof(rules) / sizeof(rules[0]))
+			rules[n++] = (struct ll_rule){ p->tmpfs[i].dst, true, true };
 	if (want > sizeof(rules) / sizeof(rules[0]))
-		return corral_set_err(err, -E2BIG, "too many writable binds for Landlock: "
-				      "%zu, none beneath another, where %zu at most can have "
-				      "a rule", want - own, sizeof(rules) / sizeof(rules[0]) - own);
+		return corral_set_err(err, -E2BIG, "too many writable binds and tmpfs "
+				      "mounts for Landlock: %zu, none beneath another, "
+				      "where %zu at most can have a rule", want - own, sizeof(rules) / sizeof(rules[0]) - own);
 	/*
 	 * Transparent mode: every TCP connection is redirected to the proxy
 	 * and nothing else can leave, so Landlock need not refuse ports; it

@@ -713,12 +713,16 @@ static int open_leaf(int dir, const char *leaf, bool link)
  * one) is mounted onto the link at dst, which move_mount does not follow,
  * and is then a mount point the sandbox cannot remove, rename or replace.
  */
-static int bind_user(int fd, int tree, const char *what, const char *dst,
-		     mode_t type, enum bind_kind kind, struct corral_err *err)
+static uint64_t bind_attrs(enum bind_kind kind)
 {
-	uint64_t set = MOUNT_ATTR_NOSUID | (kind == BIND_RO ? MOUNT_ATTR_RDONLY |
-		       MOUNT_ATTR_NODEV : kind == BIND_RW ? MOUNT_ATTR_NODEV :
-		       MOUNT_ATTR_NOEXEC);
+	return MOUNT_ATTR_NOSUID | (kind == BIND_RO ? MOUNT_ATTR_RDONLY |
+	       MOUNT_ATTR_NODEV : kind == BIND_RW ? MOUNT_ATTR_NODEV :
+	       MOUNT_ATTR_NOEXEC);
+}
+
+static int bind_user(int fd, int tree, const char *what, const char *dst,
+		     mode_t type, uint64_t set, struct corral_err *err)
+{
 	struct mount_attr attr = { .attr_set = set };
 	cleanup_close int parent = -1, at = -1, clone = -1, mnt = -1;
 	struct stat want, got;
@@ -754,7 +758,7 @@ static int bind_user(int fd, int tree, const char *what, const char *dst,
 	if (syscall(SYS_mount_setattr, mnt, "", AT_EMPTY_PATH | AT_RECURSIVE,
 		    &attr, sizeof(attr)) < 0)
 		return corral_set_errno(err, errno, "cannot make %s %s", dst,
-					kind == BIND_RO ? "read-only" : "nosuid");
+					set & MOUNT_ATTR_RDONLY ? "read-only" : "nosuid");
 	return 0;
 }
 
@@ -838,8 +842,9 @@ static int bind_host(int oldroot, const char *src, const char *dst,
 		r = strcmp(src, dst) ? 0 : same_object_at_dst(oldroot, fd, src,
 							       S_ISLNK(st.st_mode), err);
 		if (r == 0)
-			r = bind_user(fd, tree, src, dst, st.st_mode & S_IFMT, kind ==
-				      BIND_USER_RO ? BIND_RO : BIND_RW, err);
+			r = bind_user(fd, tree, src, dst, st.st_mode & S_IFMT,
+				      bind_attrs(kind == BIND_USER_RO ? BIND_RO : BIND_RW),
+				      err);
 		goto out;
 	}
 	r = make_mountpoint(dst, S_ISDIR(st.st_mode), err);
@@ -1798,6 +1803,40 @@ static int build_bind(int oldroot, const struct corral_policy *p,
 }
 
 /*
+ * A tmpfs the policy asks for (corral_policy_add_tmpfs): not a tmpfs but
+ * a fresh directory of the scratch, SCRATCH/tmpfs/N, in its one budget of
+ * bytes and files (a tmpfs of its own would be a second pool to fill past
+ * the disk limit), bound at dst as a bind is: the mount point made and
+ * reached with no symlink followed (open_dst_parent; on an image it is a
+ * directory of the upper layer, stage_dirs), what is mounted there checked
+ * to be it.  nosuid and nodev whatever was asked.
+ */
+static int build_tmpfs(const struct corral_policy *p, size_t i, struct corral_err *err)
+{
+	const struct corral_tmpfs *t = &p->tmpfs[i];
+	uint64_t set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+		       (t->ro ? MOUNT_ATTR_RDONLY : 0) | (t->noexec ? MOUNT_ATTR_NOEXEC : 0);
+	cleanup_close int fd = -1;
+	char dir[64];
+	int r;
+
+	if (mkdir(SCRATCH "/tmpfs", 0700) < 0 && errno != EEXIST)
+		return corral_set_errno(err, errno, "cannot create %s", SCRATCH "/tmpfs");
+	snprintf(dir, sizeof(dir), SCRATCH "/tmpfs/%zu", i);
+	if (mkdir(dir, 0700) < 0)
+		return corral_set_errno(err, errno, "cannot create %s", dir);
+	fd = open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return corral_set_errno(err, errno, "cannot open %s", dir);
+	/* the mode asked, not the umask's (init made it a moment ago) */
+	if (chmod(dir, t->mode) < 0)
+		return corral_set_errno(err, errno, "cannot chmod %s to %04o", dir,
+					(unsigned)t->mode);
+	r = bind_user(fd, -1, "a tmpfs", t->dst, S_IFDIR, set, err);
+	return r < 0 ? corral_wrap_err(err, "the tmpfs on %s", t->dst) : 0;
+}
+
+/*
  * Shallowest first, in their order among equals: a bind under another is
  * mounted on it, never hidden by it.  In list order, {"ro":
  * ["/data/secret"], "rw": ["/data"]} left /data/secret writable, under
@@ -1810,24 +1849,31 @@ static int build_bind(int oldroot, const struct corral_policy *p,
 static int build_binds(int oldroot, const struct corral_policy *p,
 		       const struct idmap_fds *pre, struct corral_err *err)
 {
-	size_t *rank, k = 0, next;
+	size_t *rank, k = 0, next, n = p->ntmpfs + p->nbinds;
 	int r = 0;
 
-	if (!p->nbinds)
+	if (!n)
 		return 0;
-	rank = calloc(p->nbinds, sizeof(*rank));
+	rank = calloc(n, sizeof(*rank));
 	if (!rank)
-		return corral_set_err(err, -ENOMEM, "out of memory for %zu binds", p->nbinds);
-	/* a depth is at most a path's length: 2 * depth + 1 cannot overflow */
+		return corral_set_err(err, -ENOMEM, "out of memory for %zu binds", n);
+	/*
+	 * a depth is at most a path's length: 2 * depth + 1 cannot overflow;
+	 * the tmpfs mounts first (a bind beneath one is mounted in it), as
+	 * writable as the writable binds of their depth
+	 */
+	for (size_t i = 0; i < p->ntmpfs; i++)
+		rank[i] = 2 * path_depth(p->tmpfs[i].dst);
 	for (size_t i = 0; i < p->nbinds; i++)
-		rank[i] = 2 * path_depth(p->binds[i].dst) + !p->binds[i].writable;
+		rank[p->ntmpfs + i] = 2 * path_depth(p->binds[i].dst) + !p->binds[i].writable;
 	/* each rank there is, from the least: as many rounds as ranks */
 	for (bool more = true; r == 0 && more; k = next) {
 		more = false;
 		next = SIZE_MAX;
-		for (size_t i = 0; r == 0 && i < p->nbinds; i++) {
+		for (size_t i = 0; r == 0 && i < n; i++) {
 			if (rank[i] == k) {
-				r = build_bind(oldroot, p, pre, i, err);
+				r = i < p->ntmpfs ? build_tmpfs(p, i, err) :
+				    build_bind(oldroot, p, pre, i - p->ntmpfs, err);
 			} else if (rank[i] > k && rank[i] < next) {
 				next = rank[i];
 				more = true;
@@ -2320,6 +2366,9 @@ static int stage_dirs(const struct corral_policy *p, uid_t uid, gid_t gid,
 		r = stage_path(p->user_home, false, uid, gid, err);
 	for (size_t i = 0; r == 0 && i < p->nbinds; i++)
 		r = stage_path(p->binds[i].dst, true, uid, gid, err);
+	/* a tmpfs's mount point too: a directory, whatever the image has there */
+	for (size_t i = 0; r == 0 && i < p->ntmpfs; i++)
+		r = stage_path(p->tmpfs[i].dst, false, uid, gid, err);
 	return r;
 }
 

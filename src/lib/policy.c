@@ -250,9 +250,13 @@ int corral_path_normalise(const char *path, char **out, struct corral_err *err)
 	return r < 0 ? corral_set_err(err, r, "%s", why) : 0;
 }
 
-/* Where the sandbox keeps its own machinery: a bind may not cover it. */
+/*
+ * Where the sandbox keeps its own machinery: a bind may not cover it.
+ * /.scratch holds everything writable while the view is built (mount.c):
+ * a bind there failed only when init went to detach it.
+ */
 static const char *const reserved_dst[] = {
-	"/proc", "/sys", "/dev", "/oldroot", "/.corral",
+	"/proc", "/sys", "/dev", "/oldroot", "/.corral", "/.scratch",
 };
 
 bool policy_path_under(const char *path, const char *top)
@@ -262,7 +266,7 @@ bool policy_path_under(const char *path, const char *top)
 	return !strncmp(path, top, n) && (path[n] == '\0' || path[n] == '/');
 }
 
-static int check_dst(const char *dst, char *why, size_t whylen)
+int policy_check_dst(const char *dst, char *why, size_t whylen)
 {
 	size_t i;
 
@@ -310,7 +314,7 @@ int policy_parse_bind(const char *spec, size_t n, struct corral_bind *b,
 	else
 		r = (b->dst = strdup(b->src)) ? 0 : -ENOMEM;
 	if (!r)
-		r = check_dst(b->dst, why, whylen);
+		r = policy_check_dst(b->dst, why, whylen);
 	if (r) {
 		free(b->src);
 		free(b->dst);
@@ -571,6 +575,9 @@ void corral_policy_free(struct corral_policy *p)
 			close(p->binds[i].fd);
 	}
 	free(p->binds);
+	for (i = 0; i < p->ntmpfs; i++)
+		free(p->tmpfs[i].dst);
+	free(p->tmpfs);
 	pairs_free(p->env, p->nenv);
 	strv_free(p->env_pass, p->nenv_pass);
 	strv_free(p->net_allow, p->nnet_allow);
@@ -608,6 +615,8 @@ static int policy_copy(struct corral_policy *dst,
 	dst->workspace_pinned = false;	/* until its own fd is there (pins_dup) */
 	dst->binds = NULL;
 	dst->nbinds = 0;
+	dst->tmpfs = NULL;
+	dst->ntmpfs = 0;
 	dst->env = NULL;
 	dst->nenv = 0;
 	dst->env_pass = NULL;
@@ -663,6 +672,14 @@ static int policy_copy(struct corral_policy *dst,
 			free(b.dst);
 			goto nomem;
 		}
+	}
+	if (src->ntmpfs && !(dst->tmpfs = calloc(src->ntmpfs, sizeof(*dst->tmpfs))))
+		goto nomem;
+	for (i = 0; i < src->ntmpfs; i++) {
+		dst->tmpfs[i] = src->tmpfs[i];
+		if (!(dst->tmpfs[i].dst = strdup(src->tmpfs[i].dst)))
+			goto nomem;
+		dst->ntmpfs = i + 1;
 	}
 	for (i = 0; i < src->nenv; i++)
 		if (policy_env_put(dst, src->env[i].name, strlen(src->env[i].name),

@@ -67,6 +67,8 @@ int loader_get_string(struct loader *l, const json_t *v, const char **s,
 int policy_normalise_path(const char *in, size_t n, const char *what,
 			  char **out, char *why, size_t whylen);
 bool policy_path_under(const char *path, const char *top);
+/* 0, or -EINVAL and why: dst is "/" or within corral's own trees */
+int policy_check_dst(const char *dst, char *why, size_t whylen);
 int policy_parse_bind(const char *spec, size_t n, struct corral_bind *b,
 		      char *why, size_t whylen);
 int policy_bind_append(struct corral_policy *p, struct corral_bind *b);

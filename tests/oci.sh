@@ -266,9 +266,7 @@ t_lifecycle() {
 		'c["process"]["rlimits"] = [{"type": "RLIMIT_NOFILE", "soft": 321, "hard": 321}]
 c["annotations"] = {"io.kubernetes.cri.sandbox-name": "pod1",
                     "io.kubernetes.cri.sandbox-namespace": "agents"}'
-	/usr/bin/python3 "$SHIM" "$OCI" "$T/root" "$T/b" c1 > "$T/shim" 2>&1 ||
-		{ cat "$T/shim"; fail "shim"; }
-	cat "$T/shim"
+	shim_c1
 	expect_contains "created" "$(cat "$T/shim")" "state created"
 	expect_contains "stdio passed through" "$(cat "$T/shim")" "hello from oci-test"
 	expect_contains "agent's uid" "$(cat "$T/shim")" $'\n1000\n'
@@ -1041,9 +1039,7 @@ for l in open(sys.argv[1]):
 t_console_socket() {
 	need_root
 	bundle "$T/b" '["sh", "-c", "tty; echo on-the-pty"]' 'c["process"]["terminal"] = True'
-	/usr/bin/python3 "$SHIM" "$OCI" "$T/root" "$T/b" c1 --console > "$T/shim" 2>&1 ||
-		{ cat "$T/shim"; fail "shim"; }
-	cat "$T/shim"
+	shim_c1 --console
 	expect_contains "runc's name" "$(cat "$T/shim")" "console-name /dev/ptmx"
 	expect_contains "a pty" "$(cat "$T/shim")" "/dev/pts/"
 	expect_contains "output" "$(cat "$T/shim")" "on-the-pty"
@@ -1371,6 +1367,15 @@ t_state_in_ascii() {
 
 # ---- config.json that asks for too much ---------------------------------
 
+# shim_c1 [ARGS...]: the shim runs bundle $T/b as container c1, its
+# output kept in $T/shim and shown; a run that failed fails the test,
+# with what it printed
+shim_c1() {
+	/usr/bin/python3 "$SHIM" "$OCI" "$T/root" "$T/b" c1 "$@" > "$T/shim" 2>&1 ||
+		{ cat "$T/shim"; fail "shim"; return 1; }
+	cat "$T/shim"
+}
+
 refused() {	# refused EDIT WANT: create fails with WANT, leaves nothing
 	bundle "$T/b" '["true"]' "$1"
 	oci create --bundle "$T/b" bad || true
@@ -1624,9 +1629,7 @@ DOCKER_HOOK="{'path': '/proc/$$/exe', 'args': ['libnetwork-setkey', '-exec-root=
 t_network_hook_of_docker_not_run() {
 	need_root
 	bundle "$T/b" '["sh", "-c", "echo ran; exit 3"]' "c['hooks'] = {'prestart': [$DOCKER_HOOK]}"
-	/usr/bin/python3 "$SHIM" "$OCI" "$T/root" "$T/b" c1 > "$T/shim" 2>&1 ||
-		{ cat "$T/shim"; fail "shim"; }
-	cat "$T/shim"
+	shim_c1
 	expect_contains "Docker's hook passed over" "$(cat "$T/shim")" "ran"
 	expect_contains "its exit" "$(cat "$T/shim")" "exit 3"
 	oci delete c1
@@ -1705,9 +1708,7 @@ t_tmpfs_mount() {
 	mkdir -p "$T/b/rootfs/cache"
 	echo image > "$T/b/rootfs/cache/old"
 	for _ in 1 2; do
-		/usr/bin/python3 "$SHIM" "$OCI" "$T/root" "$T/b" c1 > "$T/shim" 2>&1 ||
-			{ cat "$T/shim"; fail "shim"; return 1; }
-		cat "$T/shim"
+		shim_c1
 		# every run starts empty: the last one's file went with it
 		expect_contains "empty" "$(cat "$T/shim")" "n=0"
 		expect_contains "mode= and its owner" "$(cat "$T/shim")" "mode 750 1000"
@@ -1775,9 +1776,7 @@ t_tmpfs_refused() {
 	# corral's own /proc: passed over, as any mount there is
 	bundle "$T/b" '["sh", "-c", "busybox grep \" /proc/sys \" /proc/self/mountinfo; echo x > /proc/sys/kernel/hostname"]' \
 		"c['mounts'].append({'destination': '/proc/sys', $t})"
-	/usr/bin/python3 "$SHIM" "$OCI" "$T/root" "$T/b" c1 > "$T/shim" 2>&1 ||
-		{ cat "$T/shim"; fail "shim"; return 1; }
-	cat "$T/shim"
+	shim_c1
 	expect_contains "/proc/sys: read-only" "$(cat "$T/shim")" " /proc/sys ro,"
 	expect_contains "/proc/sys: proc" "$(cat "$T/shim")" " - proc proc "
 	expect_not_contains "/proc/sys: no tmpfs" "$(cat "$T/shim")" "tmpfs"
@@ -1800,9 +1799,7 @@ t_tmpfs_not_through_image_links() {
 	ln -s "$T/host" "$T/b/rootfs/abs"
 	ln -s "$up$T/host" "$T/b/rootfs/via"
 	[ "$(cat "$T/b/rootfs/cache/marker")" = host ] || fail "the link does not lead to the host's directory"
-	/usr/bin/python3 "$SHIM" "$OCI" "$T/root" "$T/b" c1 > "$T/shim" 2>&1 ||
-		{ cat "$T/shim"; fail "shim"; return 1; }
-	cat "$T/shim"
+	shim_c1
 	expect_not_contains "the host's directory not seen" "$(cat "$T/shim")" "marker"
 	expect_contains "written inside" "$(cat "$T/shim")" "w-/via/sub"
 	expect_contains "ran" "$(cat "$T/shim")" "end"
@@ -1823,9 +1820,7 @@ t_tmpfs_in_the_disk_budget() {
 	bundle "$T/b" '["sh", "-c", "busybox dd if=/dev/zero of=/cache/big bs=1M count=32 2>&1 | busybox tail -1; busybox du -k /cache/big; echo x > /tmp/y || echo tmp-full; echo end"]' \
 		"c['annotations'] = {'io.corral.policy': 'small'}
 c['mounts'].append({'destination': '/cache', 'type': 'tmpfs', 'source': 'tmpfs', 'options': ['size=1g']})"
-	CORRAL_OCI_CONFIG=$T/op.json /usr/bin/python3 "$SHIM" "$OCI" "$T/root" "$T/b" c1 \
-		> "$T/shim" 2>&1 || { cat "$T/shim"; fail "shim"; return 1; }
-	cat "$T/shim"
+	CORRAL_OCI_CONFIG=$T/op.json shim_c1
 	expect_contains "ENOSPC" "$(cat "$T/shim")" "No space left on device"
 	expect_contains "one pool: /tmp full too" "$(cat "$T/shim")" "tmp-full"
 	local kb
@@ -1883,9 +1878,7 @@ c['process']['cwd'] = '/work'
 c['mounts'].append({'destination': '/data/sub', 'type': 'bind', 'source': '$T/share', 'options': ['rbind', 'ro']})"
 	ln -s /etc "$T/b/rootfs/work"
 	ln -s ../../../../../../etc "$T/b/rootfs/data"
-	CORRAL_OCI_CONFIG=$T/op.json /usr/bin/python3 "$SHIM" "$OCI" "$T/root" "$T/b" c1 \
-		> "$T/shim" 2>&1 || { cat "$T/shim"; fail "shim"; }
-	cat "$T/shim"
+	CORRAL_OCI_CONFIG=$T/op.json shim_c1
 	expect_contains "ran" "$(cat "$T/shim")" "end"
 	expect_not_contains "no mknod" "$(cat "$T/shim")" "MADE"
 	expect_not_contains "no disk in /dev" "$(grep '^dev ' "$T/shim")" "sda"
@@ -2576,9 +2569,7 @@ for n in c['linux']['namespaces']:
 	local host_optmem; host_optmem=$(cat /proc/sys/net/core/optmem_max)
 	local host_tw; host_tw=$(cat /proc/sys/net/ipv4/tcp_max_tw_buckets)
 	local pod_tw; pod_tw=$(ip netns exec "$ns" cat /proc/sys/net/ipv4/tcp_max_tw_buckets)
-	CORRAL_OCI_CONFIG=$T/op.json /usr/bin/python3 "$SHIM" "$OCI" "$T/root" "$T/b" c1 \
-		> "$T/shim" 2>&1 || { cat "$T/shim"; fail "shim"; }
-	cat "$T/shim"
+	CORRAL_OCI_CONFIG=$T/op.json shim_c1
 	expect_contains "the pod's network" "$(cat "$T/shim")" "10.123.45.67"
 	expect_contains "its own uts" "$(cat "$T/shim")" "host oci-test"
 	# socket options are bounded in a pod's netns as in a sandbox's own

@@ -1734,6 +1734,23 @@ t_tmpfs_mount() {
 	oci delete --force c2
 }
 
+# A read-only tmpfs with another beneath it (docker --tmpfs /r:ro
+# --tmpfs /r/w): the mount point of /r/w is made in /r before /r is made
+# read-only (it failed: "cannot create /r/w: Read-only file system"), and
+# only /r's own mount is; /r/w stays writable.
+t_tmpfs_ro_with_one_beneath() {
+	need_root
+	bundle "$T/b" '["sh", "-c", "touch /r/x; echo w > /r/w/f && cat /r/w/f; busybox grep -E \" /r(/w)? \" /proc/self/mountinfo"]' \
+		"c['mounts'] += [{'destination': '/r/w', 'type': 'tmpfs', 'source': 'tmpfs'},
+{'destination': '/r', 'type': 'tmpfs', 'source': 'tmpfs', 'options': ['ro']}]"
+	shim_c1
+	expect_contains "/r read-only" "$(cat "$T/shim")" "/r/x: Read-only file system"
+	expect_contains "/r/w written" "$(cat "$T/shim")" $'\nw\n'
+	expect_contains "/r's mount ro" "$(cat "$T/shim")" " /r ro,nosuid,nodev"
+	expect_contains "/r/w's mount rw" "$(cat "$T/shim")" " /r/w rw,nosuid,nodev"
+	oci delete c1
+}
+
 # What a hostile config.json asks of a tmpfs: a way out of the rootfs
 # (".."), onto corral's own trees and files, the root, a setuid mode,
 # another owner, a thousand mounts.  Each refused with its reason, and

@@ -1811,11 +1811,29 @@ static int build_bind(int oldroot, const struct corral_policy *p,
  * directory of the upper layer, stage_dirs), what is mounted there checked
  * to be it.  nosuid and nodev whatever was asked.
  */
+/* Another of the policy's mounts lies beneath the tmpfs i (not at it). */
+static bool tmpfs_has_beneath(const struct corral_policy *p, size_t i)
+{
+	const char *dst = p->tmpfs[i].dst;
+
+	for (size_t k = 0; k < p->ntmpfs; k++)
+		if (k != i && strcmp(p->tmpfs[k].dst, dst) &&
+		    policy_path_under(p->tmpfs[k].dst, dst))
+			return true;
+	for (size_t k = 0; k < p->nbinds; k++)
+		if (strcmp(p->binds[k].dst, dst) && policy_path_under(p->binds[k].dst, dst))
+			return true;
+	return false;
+}
+
 static int build_tmpfs(const struct corral_policy *p, size_t i, struct corral_err *err)
 {
 	const struct corral_tmpfs *t = &p->tmpfs[i];
+	/* read-only once the mount points beneath it are made (tmpfs_ro_late) */
+	bool late = t->ro && tmpfs_has_beneath(p, i);
 	uint64_t set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
-		       (t->ro ? MOUNT_ATTR_RDONLY : 0) | (t->noexec ? MOUNT_ATTR_NOEXEC : 0);
+		       (t->ro && !late ? MOUNT_ATTR_RDONLY : 0) |
+		       (t->noexec ? MOUNT_ATTR_NOEXEC : 0);
 	cleanup_close int fd = -1;
 	char dir[64];
 	int r;
@@ -1834,6 +1852,39 @@ static int build_tmpfs(const struct corral_policy *p, size_t i, struct corral_er
 					(unsigned)t->mode);
 	r = bind_user(fd, -1, "a tmpfs", t->dst, S_IFDIR, set, err);
 	return r < 0 ? corral_wrap_err(err, "the tmpfs on %s", t->dst) : 0;
+}
+
+/*
+ * A read-only tmpfs with mounts beneath it: made writable, as their mount
+ * points had to be made in it, and read-only now, its own mount alone
+ * (theirs keep their flags).  Reached as it was bound, no link followed,
+ * and checked to be the tmpfs's directory.
+ */
+static int tmpfs_ro_late(const struct corral_policy *p, size_t i, struct corral_err *err)
+{
+	const struct corral_tmpfs *t = &p->tmpfs[i];
+	struct mount_attr attr = { .attr_set = MOUNT_ATTR_RDONLY };
+	cleanup_close int parent = -1, mnt = -1;
+	struct stat want, got;
+	const char *leaf;
+	char dir[64];
+
+	snprintf(dir, sizeof(dir), SCRATCH "/tmpfs/%zu", i);
+	if (stat(dir, &want) < 0)
+		return corral_set_errno(err, errno, "cannot stat %s", dir);
+	parent = open_dst_parent(t->dst, &leaf, err);
+	if (parent < 0)
+		return corral_wrap_err(err, "the tmpfs on %s", t->dst);
+	mnt = open_leaf(parent, leaf, false);
+	if (mnt < 0 || fstat(mnt, &got) < 0)
+		return corral_set_errno(err, errno, "cannot open %s", t->dst);
+	if (got.st_dev != want.st_dev || got.st_ino != want.st_ino)
+		return corral_set_err(err, -EXDEV, "%s is no longer the tmpfs bound "
+				      "there", t->dst);
+	if (syscall(SYS_mount_setattr, mnt, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0)
+		return corral_set_errno(err, errno, "cannot make the tmpfs on %s "
+					"read-only", t->dst);
+	return 0;
 }
 
 /*
@@ -1881,6 +1932,9 @@ static int build_binds(int oldroot, const struct corral_policy *p,
 		}
 	}
 	free(rank);
+	for (size_t i = 0; r == 0 && i < p->ntmpfs; i++)
+		if (p->tmpfs[i].ro && tmpfs_has_beneath(p, i))
+			r = tmpfs_ro_late(p, i, err);
 	return r;
 }
 

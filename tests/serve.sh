@@ -1821,8 +1821,13 @@ t_delete_during_exec() {
 		-d '{"command": "sleep 39", "tool_call_id": "cut-stream", "stream": true}' \
 		"http://localhost/v1/sandboxes/$id/exec" 2>/dev/null &
 	c2=$!
+	# until both have started (30 s at most, or a caller ended): two
+	# process starts and their moves, which 5 s did not bound on a host
+	# with three sanitizer lanes (a daemon held 6 s here: "no exec.start
+	# event for cut")
 	i=0
-	while [ $i -lt 50 ] && [ "$(grep -c '"type":"exec.start"' "$STATE/audit.jsonl")" -lt 2 ]; do
+	while [ $i -lt 300 ] && [ "$(grep -c '"type":"exec.start"' "$STATE/audit.jsonl")" -lt 2 ] &&
+		kill -0 "$c1" "$c2" 2> /dev/null; do
 		sleep 0.1; i=$((i + 1))
 	done
 	h1=$(host_pid "$id" cut)

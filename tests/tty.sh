@@ -49,6 +49,19 @@ stop() {
 }
 trap stop EXIT
 
+# await_daemon SOCK PID: until the daemon PID answers on SOCK, 30 s at
+# most, or it has ended.  Not 5 s: a daemon that took 6 s to start (a
+# wrapper's sleep standing for a loaded host) failed the whole suite,
+# "the daemon did not come up", and the TLS one every tls test.
+await_daemon() {
+	for _ in $(seq 1 600); do
+		[ -S "$1" ] && curl -s -m 5 --unix-socket "$1" http://corral/v1/health > /dev/null && return 0
+		kill -0 "$2" 2> /dev/null || return 1
+		sleep 0.05
+	done
+	return 1
+}
+
 mkdir -p "$D"
 # two free ports, the daemons' (lib.sh's free_port, below the ephemeral
 # range: another lane's connect() never takes them)
@@ -62,10 +75,7 @@ chmod 600 "$D/token"
 "$CORRAL" serve --socket "$SOCK" --state-dir "$D/state" --listen "127.0.0.1:$PORT" \
 	--token-file "$D/token" > "$D/log" 2>&1 < /dev/null &
 DPID=$!
-for _ in $(seq 1 100); do
-	[ -S "$SOCK" ] && curl -s -m 1 --unix-socket "$SOCK" http://corral/v1/health > /dev/null && break
-	sleep 0.05
-done
+await_daemon "$SOCK" "$DPID"
 # every test needs it: without it, one failure that says why, not a
 # page of tracebacks
 if ! curl -s -m 5 --unix-socket "$SOCK" http://corral/v1/health > /dev/null; then
@@ -98,10 +108,7 @@ if test_ca "$TD" "IP:127.0.0.1"; then
 		--listen "127.0.0.1:$TPORT" --token-file "$TD/token" \
 		--tls-cert "$TD/srv.pem" --tls-key "$TD/srv.key" > "$TD/log" 2>&1 < /dev/null &
 	TPID=$!
-	for _ in $(seq 1 100); do
-		[ -S "$TD/sock" ] && curl -s -m 1 --unix-socket "$TD/sock" http://corral/v1/health > /dev/null && break
-		sleep 0.05
-	done
+	await_daemon "$TD/sock" "$TPID"
 	# made over TLS too: the tests' first call through it
 	TBOX=$(timeout -k 5 30 "$CORRAL" create --url "$TURL" --token-file "$TD/token" \
 		--ca-file "$TLS_CA" 2>> "$TD/log")
@@ -165,10 +172,7 @@ own_daemon() {
 	"$CORRAL" serve --socket "$dir/sock" --state-dir "$dir/state" "$@" \
 		> "$dir/log" 2>&1 < /dev/null &
 	OWN_PID=$!
-	for _ in $(seq 1 100); do
-		[ -S "$dir/sock" ] && curl -s -m 1 --unix-socket "$dir/sock" http://corral/v1/health > /dev/null && break
-		sleep 0.05
-	done
+	await_daemon "$dir/sock" "$OWN_PID"
 	OWN_BOX=$(curl -s -m 20 --unix-socket "$dir/sock" -X POST http://corral/v1/sandboxes -d '{}' | json id)
 	[ -n "$OWN_BOX" ] || fail "no sandbox: $(tail -3 "$dir/log")"
 }

@@ -4200,7 +4200,7 @@ t_daemon_killed() {
 	out=$("$CORRAL" audit verify "$STATE/audit.jsonl" 2>&1) || fail "audit verify: $out"
 }
 
-# The sandbox log (serve.c: STATE/sandboxes.log, a line as a sandbox is
+# The sandbox log (state.c: STATE/sandboxes.log, a line as a sandbox is
 # handed out and one as it goes): after a crash, the sandboxes that were
 # live are said lost, those destroyed before it are not, nor are the
 # many a long-running daemon made and destroyed (the log is written

@@ -162,7 +162,7 @@ struct sandbox {
 	size_t nprocs;
 	bool ready;
 	bool pooled;			/* built ahead, not handed out yet */
-	bool recorded;			/* in STATE/sandboxes.log (serve.c) */
+	bool recorded;			/* in STATE/sandboxes.log (state.c) */
 	struct lease *lease;		/* bound to (api_leases.c), or NULL */
 	/* the TCP peer that created it (api_peer_key); "": the unix socket's */
 	char peer[DAEMON_PEER_KEY_MAX];
@@ -253,7 +253,7 @@ struct daemon {
 	uint64_t requests_tcp, execs_local;
 	/*
 	 * What of the state directory a daemon wrote before local sandboxes
-	 * had ids of their own (STATE/tcp-since, serve.c): the audit log's
+	 * had ids of their own (STATE/tcp-since, state.c): the audit log's
 	 * first bytes and the snapshots made up to a time ("": none), which
 	 * a TCP client does not get.
 	 */
@@ -263,7 +263,7 @@ struct daemon {
 	int lock_fd;
 	/*
 	 * STATE/sandboxes.log, appended to: "+ID" as a sandbox is handed
-	 * out, "-ID" as it goes (serve.c: state_write); its bytes and lines
+	 * out, "-ID" as it goes (state.c: state_write); its bytes and lines
 	 * so far, and the sandboxes it holds, for its compaction.
 	 */
 	int record_fd;
@@ -288,7 +288,10 @@ void api_events_stop(struct daemon *d);	/* the readers' replies end */
 void sandbox_destroy(struct sandbox *sb, const char *why);
 void pool_fill(struct daemon *d);
 
-/* serve.c */
+/* state.c */
+int daemon_mkdir_p(const char *path, mode_t mode);
+/* the state directory locked, its audit log opened, a killed daemon's left said */
+int state_open(struct daemon *d, struct corral_err *err);
 int state_write(struct daemon *d, struct sandbox *sb);
 void state_remove(struct daemon *d, struct sandbox *sb);
 

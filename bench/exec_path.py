@@ -249,11 +249,7 @@ def main():
         api = d.api()
         body, what, fields = None, "`true`", {}
         if NOLIBC:
-            ws = os.path.join(tmp, "ws")
-            os.mkdir(ws)
-            body, fields = serve.nolibc_workspace(ws)
-            if body is None:
-                sys.exit(f"exec_path.py: BENCH_NOLIBC: {fields}")
+            body, fields = serve.nolibc_workspace_in(tmp, "exec_path.py")
             what = "a program without libc"
         sid, _ = api.create(idle_freeze_ms=FREEZE_MS if FROZEN else 0, **fields)
         for _ in range(10):

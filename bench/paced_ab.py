@@ -52,11 +52,7 @@ def main():
     try:
         body, fields = None, {}
         if NOLIBC:
-            ws = os.path.join(tmp, "ws")
-            os.mkdir(ws)
-            body, fields = serve.nolibc_workspace(ws)
-            if body is None:
-                sys.exit(f"paced_ab.py: BENCH_NOLIBC: {fields}")
+            body, fields = serve.nolibc_workspace_in(tmp, "paced_ab.py")
         for name, exe in (("a", sys.argv[1]), ("b", sys.argv[2])):
             serve.CORRAL = exe
             daemons.append(serve.Daemon(tmp, name, pool=0))

@@ -806,6 +806,18 @@ def nolibc_workspace(ws):
     return {"argv": ["/workspace/exit0"]}, {"workspace": ws}
 
 
+def nolibc_workspace_in(tmp, prog):
+    """nolibc_workspace() in TMP/ws for a script that cannot go on without
+    it (BENCH_NOLIBC=1): the exec body and create fields, or the script
+    ends saying why."""
+    ws = os.path.join(tmp, "ws")
+    os.mkdir(ws)
+    body, fields = nolibc_workspace(ws)
+    if body is None:
+        sys.exit(f"{prog}: BENCH_NOLIBC: {fields}")
+    return body, fields
+
+
 def exec_without_libc(d):
     """The same round trips of a command whose start runs no CPUID: a
     program that only exits (bench/floor_exit.c), from C and through the

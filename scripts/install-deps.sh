@@ -21,6 +21,8 @@ PKGS="$PKGS openssl"
 PKGS="$PKGS nettle-dev"
 # make bench's image rows (podman with crun), make image-debian-test
 PKGS="$PKGS podman crun debootstrap"
+# tests/oci.sh t_podman: `podman run --init` needs its catatonit on the host
+PKGS="$PKGS catatonit"
 # tests/cpython.sh: CPython's own test suite for /usr/bin/python3, inside and out
 PKGS="$PKGS libpython3.11-testsuite"
 # tests/oci.sh: corral as the runtime of a private containerd (its runc shim)

@@ -1846,6 +1846,46 @@ c['mounts'].append({'destination': '/cache', 'type': 'tmpfs', 'source': 'tmpfs',
 	oci delete c1
 }
 
+# An engine's init (docker and podman --init) is dropped only in its
+# exact shape: a bind at /sbin/docker-init or /run/podman-init, the
+# command starting with that path and "--".  Dropped, nothing of the
+# bind's source enters, whatever it names.  Any other shape is an
+# ordinary bind, refused without allow_bind.
+t_engine_init() {
+	need_root
+	mkdir -p "$T/host"
+	echo HOST-SECRET > "$T/host/secret"
+	local init
+	for init in /sbin/docker-init /run/podman-init; do
+		bundle "$T/b" '["'$init'", "--", "sh", "-c", "echo ran \"$0\" \"$1\"; cat '$init'; cat /proc/1/cmdline", "a b", "c"]' \
+			"c['mounts'].append({'destination': '$init', 'type': 'bind', 'source': '$T/host/secret', 'options': ['bind', 'ro']})"
+		shim_c1
+		expect_contains "$init: the command's args" "$(cat "$T/shim")" "ran a b c"
+		expect_contains "$init: PID 1" "$(cat "$T/shim")" "corral-init"
+		expect_not_contains "$init: the bind's source" "$(cat "$T/shim")" "HOST-SECRET"
+		oci delete c1
+	done
+	local shapes=(
+		'["/sbin/docker-init", "-s", "--", "true"]'	# an option of tini's
+		'["/sbin/docker-init", "--"]'			# no command
+		'["/sbin/docker-init", "true"]'			# no "--"
+		'["/usr/bin/tini", "--", "true"]'		# not an engine's path
+		'["/sbin//docker-init", "--", "true"]'		# another spelling
+	)
+	local a dst
+	for a in "${shapes[@]}"; do
+		dst=$(echo "$a" | sed 's/^\["\([^"]*\)".*/\1/')
+		refused "c['process']['args'] = $a
+c['mounts'].append({'destination': '$dst', 'type': 'bind', 'source': '$T/host/secret', 'options': ['bind', 'ro']})" \
+			"bound on $dst refused: not beneath the operator's allow_bind"
+	done
+	# the shape without its bind: the image's own file, which is not there
+	bundle "$T/b" '["/sbin/docker-init", "--", "true"]'
+	oci create --bundle "$T/b" bad || true
+	expect_contains "no bind: not dropped" "$(last_error)" "/sbin/docker-init"
+	[ ! -e "$T/root/bad" ] || oci delete --force bad
+}
+
 # rlimits below 0 (-1 would read as unlimited) or soft above hard
 # maskedPaths and readonlyPaths beyond corral's own /proc and /sys: a file
 # of the image the operator would hide, or a tree kept read-only, which
@@ -2839,6 +2879,18 @@ t_podman() {
 	expect_contains "podman --tmpfs: mode" "$out" "mode 1777 1000"
 	expect_contains "podman --tmpfs: written" "$out" "pm-tmpfs"
 	expect_contains "podman --tmpfs: nosuid, nodev" "$out" " /cache rw,nosuid,nodev"
+	# --init: catatonit bound at /run/podman-init, before the command
+	# ("not found" before: corral's /run is its own); corral's init is
+	# PID 1 and does its work, so it is dropped and the command runs
+	rc=0
+	[ -x /usr/libexec/podman/catatonit ] ||
+		fail "catatonit is not installed (scripts/install-deps.sh installs it)"
+	out=$(timeout 60 $P run --rm --network none --init "$img" \
+		'cat /proc/1/cmdline; echo; ls /run/podman-init; exit 6' 2>&1) || rc=$?
+	echo "$out"
+	expect_eq "podman --init: status" "$rc" 6
+	expect_contains "podman --init: PID 1" "$out" "corral-init"
+	expect_contains "podman --init: no catatonit" "$out" "/run/podman-init: No such file"
 	rc=0
 	timeout 60 $P run -d --name pm1 --network none "$img" 'busybox sleep 60' ||
 		fail "podman run -d"
@@ -3192,6 +3244,29 @@ t_docker_tmpfs() {
 		'echo RAN' 2>&1) || rc=$?
 	expect_not_contains "--tmpfs mode=4777" "$out" RAN
 	expect_contains "--tmpfs mode=4777" "$out" "mode=4777 refused: a setuid or setgid bit"
+}
+
+# docker run --init: the host's tini bound at /sbin/docker-init and put
+# before the command (refused before: "the host's /usr/bin/docker-init
+# bound on /sbin/docker-init refused").  corral's init is PID 1 and does
+# tini's work: the wrapper and its bind are dropped, and the command's
+# status, and docker stop's SIGTERM, reach it as under tini.
+t_docker_init() {
+	dkr_ready
+	local out rc=0
+	out=$(dk run --rm --init --runtime corral --network none "$DIMAGE" \
+		'cat /proc/1/cmdline; echo; ls /sbin/docker-init; exit 5' 2>&1) || rc=$?
+	echo "$out"
+	expect_eq "--init: status" "$rc" 5
+	expect_contains "--init: PID 1" "$out" "corral-init"
+	expect_contains "--init: no host tini" "$out" "/sbin/docker-init: No such file"
+	dk run -d --init --name di1 --runtime corral --network none "$DIMAGE" \
+		'busybox sleep 600' > /dev/null || fail "docker run -d --init"
+	# the command is not PID 1, so SIGTERM's default ends it: 143, not
+	# the 137 of a SIGKILL after docker's grace
+	dk stop -t 30 di1 > /dev/null || fail "docker stop"
+	expect_eq "--init: stopped by SIGTERM" "$(dk inspect -f '{{.State.ExitCode}}' di1)" 143
+	dk rm -f di1 > /dev/null
 }
 
 # What corral denies, denied under Docker as under ctr: options that

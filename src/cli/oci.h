@@ -137,6 +137,7 @@ struct oci_operator {
 struct oci_spec {
 	struct corral_policy p;
 	char **argv;
+	char *init;			/* the engine's init dropped (--init), or NULL */
 	char **env;			/* process.env, NAME=VALUE */
 	char *cwd;
 	char *hostname;

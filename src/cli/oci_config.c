@@ -454,6 +454,60 @@ static int add_tmpfs(json_t *opts, const char *dst, size_t i, struct oci_spec *s
 	return 0;
 }
 
+/*
+ * An engine's init: `docker run --init` binds the host's tini at
+ * /sbin/docker-init, `podman run --init` its catatonit at
+ * /run/podman-init, and each puts "INIT --" before the command.  corral's
+ * own init is already PID 1 of every container and does what they do
+ * (reaps orphans, forwards signals, exits with the command's status), so
+ * the wrapper is dropped with its bind and no host file enters.  Only
+ * that exact shape: the bind at the path the command starts with.
+ */
+static const char *const engine_inits[] = { "/sbin/docker-init", "/run/podman-init" };
+
+static bool is_engine_init(const char *path)
+{
+	for (size_t i = 0; i < sizeof(engine_inits) / sizeof(engine_inits[0]); i++)
+		if (!strcmp(path, engine_inits[i]))
+			return true;
+	return false;
+}
+
+static bool binds_at(json_t *mounts, const char *dst)
+{
+	size_t i;
+	json_t *m;
+
+	json_array_foreach(mounts, i, m) {
+		const char *d = json_string_value(json_object_get(m, "destination"));
+		const char *type = json_string_value(json_object_get(m, "type"));
+		json_t *opts = json_object_get(m, "options");
+
+		if (d && !strcmp(d, dst) && ((type && !strcmp(type, "bind")) ||
+					     has_option(opts, "bind") ||
+					     has_option(opts, "rbind")))
+			return true;
+	}
+	return false;
+}
+
+static void drop_engine_init(json_t *mounts, struct oci_spec *s)
+{
+	char **v = s->argv;
+	size_t n = 0;
+
+	if (!v[1] || !v[2] || strcmp(v[1], "--") || !is_engine_init(v[0]) ||
+	    !binds_at(mounts, v[0]))
+		return;
+	s->init = v[0];
+	free(v[1]);
+	while (v[n + 2]) {
+		v[n] = v[n + 2];
+		n++;
+	}
+	v[n] = NULL;
+}
+
 static int add_mounts(const struct oci_operator *op, json_t *mounts,
 		      struct oci_spec *s, struct corral_err *err)
 {
@@ -472,7 +526,7 @@ static int add_mounts(const struct oci_operator *op, json_t *mounts,
 		if (!dst || dst[0] != '/')
 			return corral_set_err(err, -EINVAL, "mounts[%zu]: destination "
 					      "must be an absolute path", i);
-		if (own_mount(dst))
+		if (own_mount(dst) || (bind && s->init && !strcmp(dst, s->init)))
 			continue;
 		if (!bind && type && !strcmp(type, "tmpfs")) {
 			if (add_tmpfs(opts, dst, i, s, err) < 0)
@@ -1005,8 +1059,10 @@ int oci_spec_load(const struct oci_operator *op, const char *bundle, json_t *con
 		r = check_devices(lnx, err);
 	if (r == 0)
 		r = refuse_extras(s->doc, lnx, err);
-	if (r == 0)
+	if (r == 0) {
+		drop_engine_init(json_object_get(s->doc, "mounts"), s);
 		r = add_mounts(op, json_object_get(s->doc, "mounts"), s, err);
+	}
 	if (r == 0)
 		r = load_root(bundle, &b, json_object_get(s->doc, "root"), s, err);
 	if (b.dir >= 0)
@@ -1051,6 +1107,7 @@ void oci_spec_free(struct oci_spec *s)
 {
 	corral_policy_free(&s->p);
 	free_strv(s->argv);
+	free(s->init);
 	free_strv(s->env);
 	free(s->cwd);
 	free(s->hostname);

@@ -481,7 +481,8 @@ TEST(add_tmpfs_options)
 	static const char *const podman[] = { "rw", "rprivate", "nosuid", "nodev",
 					      "tmpcopyup", "size=50%" };
 	static const char *const ro[] = { "ro", "suid", "dev", "mode=0750", "uid=1000",
-					  "gid=1000", "nr_inodes=1k", "exec" };
+					  "gid=1000", "nr_inodes=1k", "exec", "strictatime",
+					  "noatime", "nodiratime", "relatime" };
 	struct corral_policy p, q;
 	struct corral_err err = { 0 };
 
@@ -544,6 +545,7 @@ TEST(add_tmpfs_rejects)
 		{ "/c", "remount", "option \"remount\": not one" },
 		{ "/c", "bind", "option \"bind\": not one" },
 		{ "/c", "", "option \"\": not one" },
+		{ "/c", "strictatime=1", "option \"strictatime=1\": not one" },
 	};
 	struct corral_policy p;
 	struct corral_err err = { 0 };

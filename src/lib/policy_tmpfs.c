@@ -30,6 +30,9 @@ static const char *const taken[] = {
 	"nosuid", "nodev", "suid", "dev",
 	"private", "rprivate", "slave", "rslave", "shared", "rshared",
 	"unbindable", "runbindable", "tmpcopyup", "notmpcopyup",
+	/* the scratch's atime is the sandbox's (containerd writes strictatime) */
+	"strictatime", "nostrictatime", "relatime", "norelatime", "noatime", "atime",
+	"nodiratime", "diratime", "lazytime", "nolazytime",
 };
 
 static bool is_taken(const char *o)

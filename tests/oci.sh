@@ -1871,6 +1871,7 @@ t_engine_init() {
 		'["/sbin/docker-init", "true"]'			# no "--"
 		'["/usr/bin/tini", "--", "true"]'		# not an engine's path
 		'["/sbin//docker-init", "--", "true"]'		# another spelling
+		'["/run/podman-init", "true"]'			# corral's /run no more
 	)
 	local a dst
 	for a in "${shapes[@]}"; do
@@ -1884,6 +1885,39 @@ c['mounts'].append({'destination': '$dst', 'type': 'bind', 'source': '$T/host/se
 	oci create --bundle "$T/b" bad || true
 	expect_contains "no bind: not dropped" "$(last_error)" "/sbin/docker-init"
 	[ ! -e "$T/root/bad" ] || oci delete --force bad
+}
+
+# /run is the image's, not corral's: a bind beneath it is made when the
+# operator allows its source and refused when not, as anywhere else (each
+# was left out, unsaid, and the container ran without it); a tmpfs there
+# is one.  Only the engines' own are left out: podman's /run/.containerenv
+# and the tmpfs on /run itself (containerd's default spec: t_containerd_*).
+t_mounts_under_run() {
+	need_root
+	mkdir -p "$T/host" "$T/other"
+	echo HOSTFILE > "$T/host/f"
+	echo OTHER > "$T/other/f"
+	printf '{"allow_bind": ["%s"]}' "$T/host" > "$T/op.json"
+	bundle "$T/b" '["sh", "-c", "cat /run/x/f; echo w > /run/x/g || echo ro-bind; ls -A /run/lock | busybox wc -l; echo w > /run/lock/f && echo tmpfs-written; ls /run/.containerenv; echo end"]' \
+		"c['mounts'] += [{'destination': '/run/x', 'type': 'bind', 'source': '$T/host', 'options': ['rbind', 'ro']},
+{'destination': '/run/lock', 'type': 'tmpfs', 'source': 'tmpfs'},
+{'destination': '/run/.containerenv', 'type': 'bind', 'source': '$T/other/f', 'options': ['bind']},
+{'destination': '/run', 'type': 'tmpfs', 'source': 'tmpfs', 'options': ['nosuid', 'strictatime', 'mode=755', 'size=65536k']}]"
+	mkdir -p "$T/b/rootfs/run/lock"
+	echo image > "$T/b/rootfs/run/lock/image-file"
+	CORRAL_OCI_CONFIG=$T/op.json shim_c1
+	expect_contains "the allowed bind" "$(cat "$T/shim")" "HOSTFILE"
+	expect_contains "its ro" "$(cat "$T/shim")" "ro-bind"
+	expect_contains "the tmpfs: empty" "$(cat "$T/shim")" $'\n0\n'
+	expect_contains "the tmpfs: written" "$(cat "$T/shim")" "tmpfs-written"
+	expect_contains "podman's note left out" "$(cat "$T/shim")" "/run/.containerenv: No such file"
+	expect_not_contains "its source" "$(cat "$T/shim")" "OTHER"
+	expect_contains "ran" "$(cat "$T/shim")" "end"
+	expect_eq "the host's directory" "$(ls -A "$T/host")" f
+	oci delete c1
+	CORRAL_OCI_CONFIG=$T/op.json refused \
+		"c['mounts'].append({'destination': '/run/y', 'type': 'bind', 'source': '$T/other', 'options': ['rbind']})" \
+		"the host's $T/other bound on /run/y refused: not beneath the operator's allow_bind"
 }
 
 # rlimits below 0 (-1 would read as unlimited) or soft above hard

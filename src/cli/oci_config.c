@@ -352,15 +352,23 @@ static int check_devices(json_t *lnx, struct corral_err *err)
  * asks for there, of any type (podman binds its /dev/shm, engines their
  * /etc/hosts and resolv.conf), is not made: corral writes its own /etc
  * entries (names resolve through its proxy, or not at all).  Leaving one
- * out never weakens the boundary.
+ * out never weakens the boundary.  /run is the image's: a mount beneath
+ * it is made or refused as anywhere else.  Left out there are only the
+ * engines' own: the tmpfs on /run itself (containerd's default spec,
+ * podman's systemd mode; the image's /run is what the container gets, as
+ * before) and podman's note that the container is its, /run/.containerenv.
  */
-static bool own_mount(const char *dst)
+static bool own_mount(const char *dst, const char *type)
 {
 	static const char *const own[] = {
-		"/etc/hosts", "/etc/hostname", "/etc/resolv.conf", "/tmp", NULL,
+		"/etc/hosts", "/etc/hostname", "/etc/resolv.conf", "/tmp",
+		"/run/.containerenv", NULL,
 	};
-	/* these trees are corral's whole (podman binds /run/.containerenv) */
-	static const char *const trees[] = { "/proc", "/dev", "/sys", "/run" };
+	/* these trees are corral's whole */
+	static const char *const trees[] = { "/proc", "/dev", "/sys" };
+
+	if (type && !strcmp(type, "tmpfs") && !strcmp(dst, "/run"))
+		return true;
 
 	for (size_t i = 0; i < sizeof(trees) / sizeof(trees[0]); i++) {
 		size_t n = strlen(trees[i]);
@@ -526,7 +534,7 @@ static int add_mounts(const struct oci_operator *op, json_t *mounts,
 		if (!dst || dst[0] != '/')
 			return corral_set_err(err, -EINVAL, "mounts[%zu]: destination "
 					      "must be an absolute path", i);
-		if (own_mount(dst) || (bind && s->init && !strcmp(dst, s->init)))
+		if (own_mount(dst, type) || (bind && s->init && !strcmp(dst, s->init)))
 			continue;
 		if (!bind && type && !strcmp(type, "tmpfs")) {
 			if (add_tmpfs(opts, dst, i, s, err) < 0)

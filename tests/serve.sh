@@ -449,13 +449,17 @@ take_pid() {
 # taken_pid_untouched PID WHAT: after take_pid PID and what the daemon
 # then did, the process of ours at PID (WHAT) still stopped and never
 # continued by the daemon; pidat ended.  A skip (77, the daemon stopped)
-# where another process took PID first.
+# where another process took PID first, or the counter came round too
+# slowly (a loaded host: 4 ms a fork, and pidat stops at 60 s).
 taken_pid_untouched() {
 	local st
 	if [ "$VP" != "$1" ]; then
-		kill "$HP" 2> /dev/null; wait "$HP" 2> /dev/null
+		# pidat gave up (exit 1) and is gone: kill fails, and must not
+		# end the test under set -e before it says why it skips
+		kill "$HP" 2> /dev/null || :
+		wait "$HP" 2> /dev/null || :
 		stop_daemon
-		skip "pid $1 was not had: another process took it"
+		skip "pid $1 was not had: another process took it, or pid_max did not come round within pidat's 60 s"
 		return 77
 	fi
 	read -r _ _ st _ 2> /dev/null < "/proc/$VP/stat" || st=gone
@@ -3225,10 +3229,13 @@ box_files_open() {
 # The box's counters' files are kept open while it has calls (a pread
 # each at a call's start and end, no open and close on its path), and
 # closed once it is frozen: a daemon's many idle boxes hold no more fds.
+# The freeze comes 2 s after the call: with 300 ms, CI's slower host
+# (a fault 12 us, a syscall 1 us, three lanes) froze the box before the
+# scan of the daemon's fds that follows the call's answer.
 t_box_counters_kept_while_busy() {
 	local a
 	start_daemon
-	a=$(mksb '{"idle_freeze_ms": 300}')
+	a=$(mksb '{"idle_freeze_ms": 2000}')
 	if ! cgroup_mode "$a"; then
 		stop_daemon
 		skip "no cgroups: no counters to keep"
@@ -3237,7 +3244,7 @@ t_box_counters_kept_while_busy() {
 	expect_eq "a call" "$(sbsh "$a" 'echo one')" one
 	[ -n "$(box_files_open "$a")" ] ||
 		fail "no file of a's group kept open right after its call"
-	wait_gone "a's group's files, a frozen" 10 box_files_open "$a"
+	wait_gone "a's group's files, a frozen" 20 box_files_open "$a"
 	expect_eq "a's state" "$(sbget "$a" 'v["state"]')" frozen
 	expect_eq "a call after the freeze" "$(sbsh "$a" 'echo two')" two
 	[ -n "$(box_files_open "$a")" ] ||

@@ -10,7 +10,8 @@
  * As root, ns_last_pid is set to PID - 1 (a few tries); else, or if that
  * did not get it, or "fork" was said (to time what an attacker without
  * ns_last_pid takes), we fork until the pid counter comes round to PID:
- * at most 3 * pid_max forks and 60 s.  Prints PID once the process is
+ * at most 3 * pid_max forks and 60 s, less where the rate so far says
+ * the counter will not come round in time.  Prints PID once the process is
  * there, then waits for it: it is our child until we reap it, so the test
  * may kill it by that pid (kill -9 PID) and we exit 0; SIGTERM to us
  * kills it too, by its pidfd (the test's cleanup, by our pid: once we
@@ -123,21 +124,70 @@ static long pid_max(void)
 }
 
 static long forks;	/* by_wrap's, said when it gives up */
+static const char *why = "";
+
+/* the kernel's first pid after a wrap (RESERVED_PIDS) */
+#define PID_WRAP_TO	300
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/*
+ * Whether the forks still to go (from the last pid round to the target)
+ * fit in what is left of WRAP_MAX_S at the rate so far: on a loaded host
+ * a fork takes 4 ms, 32768 of them two minutes, and waiting the whole
+ * bound to learn it held a test's lane for nothing.
+ */
+/* from pid a forward to pid b, round pid_max (max) if need be */
+static long pids_between(long a, long b, long max)
+{
+	return b >= a ? b - a : max - a + b - PID_WRAP_TO;
+}
+
+/*
+ * The counter's pace so far (our forks and everyone else's) against the
+ * pids still to go to the target.
+ */
+static bool in_time(double t0, pid_t first, long max)
+{
+	double spent = now_s() - t0;
+	long moved = pids_between(first, last, max);
+	double rate = (double)(moved > 0 ? moved : 1) / (spent > 0 ? spent : 1e-3);
+
+	return (double)pids_between(last, target, max) / rate <= WRAP_MAX_S - spent;
+}
 
 static pid_t by_wrap(void)
 {
-	time_t t0 = time(NULL);
+	double t0 = now_s();
 	long max = 3 * pid_max();
+	pid_t first = 0;
 
-	for (forks = 1; forks <= max && time(NULL) - t0 < WRAP_MAX_S; forks++) {
+	for (forks = 1; forks <= max && now_s() - t0 < WRAP_MAX_S; forks++) {
 		pid_t pid = one();
 
 		if (pid > 0)
 			return pid;
+		if (forks == 1)
+			first = last;
+		if (forks % 1024)
+			continue;
 		/* taken by another process, alive: it will not come round */
-		if (forks % 1024 == 0 && (kill(target, 0) == 0 || errno == EPERM))
+		if (kill(target, 0) == 0 || errno == EPERM) {
+			why = ": another process has it";
 			return 0;
+		}
+		if (!in_time(t0, first, max / 3)) {
+			why = ": the counter would not come round in time at this rate";
+			return 0;
+		}
 	}
+	why = forks > max ? ": pid_max forks three times over" : ": out of time";
 	return 0;
 }
 
@@ -164,8 +214,8 @@ int main(int argc, char **argv)
 	if (!pid)
 		pid = by_wrap();
 	if (!pid) {
-		fprintf(stderr, "pidat: pid %d not had (%ld forks, the last %d)\n",
-			(int)target, forks, (int)last);
+		fprintf(stderr, "pidat: pid %d not had (%ld forks, the last %d)%s\n",
+			(int)target, forks, (int)last, why);
 		return 1;
 	}
 	child_fd = (int)syscall(SYS_pidfd_open, pid, 0);

@@ -495,6 +495,20 @@ int corral_host_path_check(int fd, const char *path, struct corral_err *err);
  */
 CORRAL_PUBLIC
 int corral_root_fd_check(int fd, const char *what, struct corral_err *err);
+
+/*
+ * path (absolute, within the tree at the directory fd root) as the
+ * kernel finds it there, each symbolic link on the way followed as if
+ * root were "/" (openat2 RESOLVE_IN_ROOT), into out: the deepest name
+ * that exists, resolved, then the rest as written.  Never across a mount
+ * beneath root (whose filesystem may never answer) nor through a magic
+ * link: there, and for a path with a ".." component, path itself.  For
+ * where an engine's runtime mounts (runc follows /var/run -> ../run);
+ * the result is only a name: what is mounted there later must still be
+ * made without following links.  -ENAMETOOLONG when out is too small.
+ */
+CORRAL_PUBLIC
+int corral_path_in_root(int root, const char *path, char *out, size_t len);
 /*
  * Whether p's view (workspace, binds, root) holds a secret's from_file, or
  * its env.pass a secret's from_env variable, as the sandbox's start will

@@ -1825,6 +1825,46 @@ t_tmpfs_not_through_image_links() {
 	oci delete c1
 }
 
+# A mount's destination through a link of the image goes where runc puts
+# it: the link followed inside the rootfs (/var/run -> ../run), the link
+# itself kept.  Where it leads into corral's own trees it is judged
+# there: /proc left out, /home/agent refused; and nothing of the host's
+# tree is reached by a link that climbs out (t_tmpfs_not_through_image_links).
+t_mounts_through_image_links() {
+	need_root
+	mkdir -p "$T/host"
+	echo HOSTFILE > "$T/host/f"
+	printf '{"allow_bind": ["%s"]}' "$T/host" > "$T/op.json"
+	bundle "$T/b" '["sh", "-c", "cat /run/y/f; echo w > /run/lock/f && cat /var/run/lock/f; for l in /var/run /abs /esc; do busybox readlink $l; done; echo o > /opt/cache/f && echo opt-written; ls -A /etc/corral-link-test; busybox grep -cE \" /p(roc)?/x \" /proc/self/mountinfo; echo end"]' \
+		"c['mounts'] += [{'destination': '/var/run/y', 'type': 'bind', 'source': '$T/host', 'options': ['rbind', 'ro']},
+{'destination': '/var/run/lock', 'type': 'tmpfs', 'source': 'tmpfs'},
+{'destination': '/abs/cache', 'type': 'tmpfs', 'source': 'tmpfs'},
+{'destination': '/esc/corral-link-test', 'type': 'tmpfs', 'source': 'tmpfs'},
+{'destination': '/p/x', 'type': 'bind', 'source': '$T/host', 'options': ['rbind']}]"
+	mkdir -p "$T/b/rootfs/run" "$T/b/rootfs/var" "$T/b/rootfs/opt" "$T/b/rootfs/etc" \
+		"$T/b/rootfs/proc" "$T/b/rootfs/home"
+	ln -sfn ../run "$T/b/rootfs/var/run"
+	ln -sfn /opt "$T/b/rootfs/abs"
+	ln -sfn ../../../../../../../../etc "$T/b/rootfs/esc"
+	ln -sfn /proc "$T/b/rootfs/p"
+	CORRAL_OCI_CONFIG=$T/op.json shim_c1
+	local out
+	out=$(cat "$T/shim")
+	expect_contains "a bind through ../run" "$out" "HOSTFILE"
+	expect_contains "a tmpfs through ../run" "$out" $'w\n../run\n/opt\n'
+	expect_contains "a tmpfs through /opt" "$out" "opt-written"
+	expect_contains "into corral's /proc: left out" "$out" $'\n0\nend'
+	expect_contains "ran" "$out" "end"
+	[ ! -e /etc/corral-link-test ] || fail "the host's /etc/corral-link-test made"
+	[ -L "$T/b/rootfs/var/run" ] && [ -L "$T/b/rootfs/esc" ] || fail "the image's links replaced"
+	[ -z "$(ls -A "$T/b/rootfs/run")" ] || fail "the rootfs written: $(ls -A "$T/b/rootfs/run")"
+	oci delete c1
+	ln -sfn /home "$T/b/rootfs/h"
+	CORRAL_OCI_CONFIG=$T/op.json refused \
+		"c['mounts'].append({'destination': '/h/agent', 'type': 'tmpfs', 'source': 'tmpfs'})" \
+		"a tmpfs on /home/agent: it would hide corral's own /home/agent"
+}
+
 # What is written there counts against the container's disk, with /tmp
 # and the rest: one scratch, no second pool.  Past limits.disk (8M, by an
 # annotation's policy) the write fails ENOSPC, and /tmp is full too.

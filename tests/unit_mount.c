@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,8 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 static bool is_writable_path(const char *path)
 {
@@ -145,6 +148,24 @@ static int opened(const char *path)
 }
 
 /*
+ * A test's child in a mount namespace of its own: 0 passed, 100 none to
+ * be had here (skipped, said), else bit i of its status a failed step.
+ */
+static void child_passed(pid_t pid)
+{
+	int st = 0;
+
+	CHECK(pid > 0);
+	if (pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
+	    WEXITSTATUS(st) == 100)
+		fprintf(stderr, "  (skipped: no mount namespace to test in)\n");
+	else
+		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	if (WIFEXITED(st) && WEXITSTATUS(st) && WEXITSTATUS(st) != 100)
+		fprintf(stderr, "  failed steps: 0x%x\n", WEXITSTATUS(st));
+}
+
+/*
  * The mount table checks are judged by is procfs's own: a file mounted
  * over its name (a CA bundle an image's link led there, another proc
  * file) is refused, not read as the table.  In a child, in a mount
@@ -153,7 +174,7 @@ static int opened(const char *path)
 TEST(mountinfo_only_procfs_own)
 {
 	char file[] = "/tmp/corral-unit-mountinfo.XXXXXX";
-	int fd = mkstemp(file), st = 0;
+	int fd = mkstemp(file);
 	pid_t pid;
 
 	CHECK(fd >= 0);
@@ -177,15 +198,100 @@ TEST(mountinfo_only_procfs_own)
 		bad |= (opened("/proc/self/mountinfo") != EXDEV) << 7;
 		_exit(bad);
 	}
-	CHECK(pid > 0);
-	if (pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
-	    WEXITSTATUS(st) == 100)
-		fprintf(stderr, "  (skipped: no mount namespace to test in)\n");
-	else
-		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	if (WIFEXITED(st) && WEXITSTATUS(st) && WEXITSTATUS(st) != 100)
-		fprintf(stderr, "  failed steps: 0x%x\n", WEXITSTATUS(st));
+	child_passed(pid);
 	unlink(file);
+}
+
+/* path in the tree at root, as corral_path_in_root names it */
+static bool in_root_is(int root, const char *path, const char *want)
+{
+	char got[PATH_MAX];
+	int r = corral_path_in_root(root, path, got, sizeof(got));
+
+	if (r == 0 && !strcmp(got, want))
+		return true;
+	fprintf(stderr, "  %s: got %d \"%s\", want \"%s\"\n", path, r,
+		r == 0 ? got : "", want);
+	return false;
+}
+
+/*
+ * An engine's mount destination as runc finds it: the image's links
+ * followed inside its tree, never out of it; a loop, a "..", a missing
+ * name or a mount beneath taken as written.
+ */
+TEST(path_in_root)
+{
+	char dir[] = "/tmp/corral-unit-inroot.XXXXXX", p[128], small[8];
+	static const char *const made[] = { "run", "etc", "var", "a", "a/b", "mnt" };
+	static const char *const links[][2] = {
+		{ "var/run", "../run" }, { "abs", "/run" }, { "esc", "../../../../../etc" },
+		{ "l1", "l2" }, { "l2", "l1" }, { "a/b/up", "../../etc" },
+		{ "magic", "/proc/self/root" }, { "mnt/in", "/etc" },
+	};
+	int root;
+	pid_t pid;
+
+	if (!mkdtemp(dir)) {
+		CHECK(!"mkdtemp");
+		return;
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(made); i++) {
+		snprintf(p, sizeof(p), "%s/%s", dir, made[i]);
+		CHECK(mkdir(p, 0755) == 0);
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(links); i++) {
+		snprintf(p, sizeof(p), "%s/%s", dir, links[i][0]);
+		CHECK(symlink(links[i][1], p) == 0);
+	}
+	snprintf(p, sizeof(p), "%s/file", dir);
+	CHECK(close(open(p, O_CREAT | O_WRONLY | O_CLOEXEC, 0644)) == 0);
+	root = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	CHECK(root >= 0);
+	CHECK(in_root_is(root, "/var/run/x", "/run/x"));
+	CHECK(in_root_is(root, "//var//run/", "/run"));
+	CHECK(in_root_is(root, "/abs/y/z", "/run/y/z"));
+	CHECK(in_root_is(root, "/esc/secret", "/etc/secret"));
+	CHECK(in_root_is(root, "/a/b/up/x", "/etc/x"));
+	CHECK(in_root_is(root, "/l1/x", "/l1/x"));
+	CHECK(in_root_is(root, "/magic/etc", "/magic/etc"));
+	CHECK(in_root_is(root, "/var/../etc", "/var/../etc"));
+	CHECK(in_root_is(root, "/var/..", "/var/.."));
+	CHECK(in_root_is(root, "/var/..x/y", "/var/..x/y"));
+	CHECK(in_root_is(root, "/nope/a", "/nope/a"));
+	CHECK(in_root_is(root, "/var/run/nope/a", "/run/nope/a"));
+	CHECK(in_root_is(root, "/file/x", "/file/x"));
+	CHECK(in_root_is(root, "/", "/"));
+	CHECK(in_root_is(root, "/./var/./run", "/run"));
+	CHECK(corral_path_in_root(root, "/var/run/xyz", small, sizeof(small)) ==
+	      -ENAMETOOLONG);
+	/* a mount beneath: not walked into, its links not followed */
+	pid = fork();
+	if (pid == 0) {
+		if (!own_mount_ns())
+			_exit(100);
+		snprintf(p, sizeof(p), "%s/mnt", dir);
+		if (mount(p, p, NULL, MS_BIND, NULL) < 0)
+			_exit(2);
+		/* opened again: the fd of before is the first namespace's mount */
+		root = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		_exit(root < 0 ? 3 : in_root_is(root, "/mnt/in/x", "/mnt/in/x") &&
+		      in_root_is(root, "/var/run", "/run") ? 0 : 1);
+	}
+	child_passed(pid);
+	CHECK(in_root_is(root, "/mnt/in/x", "/etc/x"));	/* without it */
+	close(root);
+	for (size_t i = 0; i < ARRAY_SIZE(links); i++) {
+		snprintf(p, sizeof(p), "%s/%s", dir, links[i][0]);
+		unlink(p);
+	}
+	snprintf(p, sizeof(p), "%s/file", dir);
+	unlink(p);
+	for (size_t i = ARRAY_SIZE(made); i-- > 0;) {
+		snprintf(p, sizeof(p), "%s/%s", dir, made[i]);
+		rmdir(p);
+	}
+	CHECK(rmdir(dir) == 0);
 }
 
 int main(void)

@@ -523,18 +523,25 @@ static int add_mounts(const struct oci_operator *op, json_t *mounts,
 	json_t *m;
 
 	json_array_foreach(mounts, i, m) {
-		const char *dst = json_string_value(json_object_get(m, "destination"));
+		const char *given = json_string_value(json_object_get(m, "destination"));
 		const char *type = json_string_value(json_object_get(m, "type"));
 		const char *src = json_string_value(json_object_get(m, "source"));
 		json_t *opts = json_object_get(m, "options");
 		bool bind = (type && !strcmp(type, "bind")) || has_option(opts, "bind") ||
 			    has_option(opts, "rbind");
+		char dst[PATH_MAX];
 		int fd;
 
-		if (!dst || dst[0] != '/')
+		if (!given || given[0] != '/')
 			return corral_set_err(err, -EINVAL, "mounts[%zu]: destination "
 					      "must be an absolute path", i);
-		if (own_mount(dst, type) || (bind && s->init && !strcmp(dst, s->init)))
+		if (bind && s->init && !strcmp(given, s->init))
+			continue;
+		/* where runc mounts: through the image's links, inside its tree */
+		if (corral_path_in_root(s->p.root_fd, given, dst, sizeof(dst)) < 0)
+			return corral_set_err(err, -ENAMETOOLONG, "mounts[%zu]: "
+					      "destination %s: too long", i, given);
+		if (own_mount(dst, type))
 			continue;
 		if (!bind && type && !strcmp(type, "tmpfs")) {
 			if (add_tmpfs(opts, dst, i, s, err) < 0)
@@ -1067,14 +1074,14 @@ int oci_spec_load(const struct oci_operator *op, const char *bundle, json_t *con
 		r = check_devices(lnx, err);
 	if (r == 0)
 		r = refuse_extras(s->doc, lnx, err);
-	if (r == 0) {
-		drop_engine_init(json_object_get(s->doc, "mounts"), s);
-		r = add_mounts(op, json_object_get(s->doc, "mounts"), s, err);
-	}
 	if (r == 0)
 		r = load_root(bundle, &b, json_object_get(s->doc, "root"), s, err);
 	if (b.dir >= 0)
 		close(b.dir);
+	if (r == 0) {
+		drop_engine_init(json_object_get(s->doc, "mounts"), s);
+		r = add_mounts(op, json_object_get(s->doc, "mounts"), s, err);
+	}
 	if (r == 0)
 		r = load_resources(json_object_get(lnx, "resources"), &s->p, err);
 	json_array_foreach(json_object_get(json_object_get(s->doc, "process"), "env"),

@@ -8,6 +8,9 @@
  * retried" (openat2(2)).  On a host where containers start and stop, that
  * is every few milliseconds, and a client's GET of "/workspace/.." failed
  * with 409 (seen in CI beside the containerd lane).
+ *
+ * And the name such a walk arrives at (corral_path_in_root): where an
+ * engine's runtime mounts, through the image's links.
  */
 #include "internal.h"
 

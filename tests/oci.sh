@@ -1671,6 +1671,9 @@ json.dump(c, open(sys.argv[1], "w"))' "$T/s/config.json"
 t_refuses_path_escape() {
 	need_root
 	refused 'c["process"]["cwd"] = "/../../../etc"' "not a plain absolute path"
+	# judged as written, not made plain by the walk through the image
+	refused 'c["process"]["cwd"] = "/./etc"' "not a plain absolute path"
+	refused 'c["process"]["cwd"] = "//etc"' "not a plain absolute path"
 	mkdir -p "$T/share"
 	ln -s /etc "$T/share/etc-link"
 	printf '{"allow_bind": ["%s"]}' "$T/share" > "$T/op.json"
@@ -1825,9 +1828,9 @@ t_tmpfs_not_through_image_links() {
 	oci delete c1
 }
 
-# A mount's destination through a link of the image goes where runc puts
-# it: the link followed inside the rootfs (/var/run -> ../run), the link
-# itself kept.  Where it leads into corral's own trees it is judged
+# A mount's destination (and process.cwd) through a link of the image
+# goes where runc puts it: the link followed inside the rootfs (/var/run
+# -> ../run), the link itself kept.  Where it leads into corral's own trees it is judged
 # there: /proc left out, /home/agent refused; and nothing of the host's
 # tree is reached by a link that climbs out (t_tmpfs_not_through_image_links).
 t_mounts_through_image_links() {
@@ -1835,12 +1838,13 @@ t_mounts_through_image_links() {
 	mkdir -p "$T/host"
 	echo HOSTFILE > "$T/host/f"
 	printf '{"allow_bind": ["%s"]}' "$T/host" > "$T/op.json"
-	bundle "$T/b" '["sh", "-c", "cat /run/y/f; echo w > /run/lock/f && cat /var/run/lock/f; for l in /var/run /abs /esc; do busybox readlink $l; done; echo o > /opt/cache/f && echo opt-written; ls -A /etc/corral-link-test; busybox grep -cE \" /p(roc)?/x \" /proc/self/mountinfo; echo end"]' \
+	bundle "$T/b" '["sh", "-c", "echo cwd $(pwd); cat /run/y/f; echo w > /run/lock/f && cat /var/run/lock/f; for l in /var/run /abs /esc; do busybox readlink $l; done; echo o > /opt/cache/f && echo opt-written; ls -A /etc/corral-link-test; busybox grep -cE \" /p(roc)?/x \" /proc/self/mountinfo; echo end"]' \
 		"c['mounts'] += [{'destination': '/var/run/y', 'type': 'bind', 'source': '$T/host', 'options': ['rbind', 'ro']},
 {'destination': '/var/run/lock', 'type': 'tmpfs', 'source': 'tmpfs'},
 {'destination': '/abs/cache', 'type': 'tmpfs', 'source': 'tmpfs'},
 {'destination': '/esc/corral-link-test', 'type': 'tmpfs', 'source': 'tmpfs'},
-{'destination': '/p/x', 'type': 'bind', 'source': '$T/host', 'options': ['rbind']}]"
+{'destination': '/p/x', 'type': 'bind', 'source': '$T/host', 'options': ['rbind']}]
+c['process']['cwd'] = '/var/run/lock'"
 	mkdir -p "$T/b/rootfs/run" "$T/b/rootfs/var" "$T/b/rootfs/opt" "$T/b/rootfs/etc" \
 		"$T/b/rootfs/proc" "$T/b/rootfs/home"
 	ln -sfn ../run "$T/b/rootfs/var/run"
@@ -1850,6 +1854,7 @@ t_mounts_through_image_links() {
 	CORRAL_OCI_CONFIG=$T/op.json shim_c1
 	local out
 	out=$(cat "$T/shim")
+	expect_contains "the cwd through ../run" "$out" "cwd /run/lock"
 	expect_contains "a bind through ../run" "$out" "HOSTFILE"
 	expect_contains "a tmpfs through ../run" "$out" $'w\n../run\n/opt\n'
 	expect_contains "a tmpfs through /opt" "$out" "opt-written"
@@ -1992,7 +1997,8 @@ t_refuses_bad_rlimits() {
 #   own in /dev, no capability to make one;
 # - RLIMIT_NOFILE 2^63-1: capped at the host's hard limit;
 # - cwd and a bind's destination through the image's own symlinks to
-#   /etc: the cwd is made over the image, the bind lands inside the rootfs.
+#   /etc: each followed inside the rootfs, as runc's are, to the image's
+#   /etc, never the host's.
 t_hostile_but_contained() {
 	need_root
 	local hard got
@@ -2016,7 +2022,7 @@ c['mounts'].append({'destination': '/data/sub', 'type': 'bind', 'source': '$T/sh
 	got=$(sed -n 's/^nofile \([0-9a-z]*\)$/\1/p' "$T/shim")
 	[ -n "$got" ] && [ "$got" != unlimited ] && [ "$got" -le "$hard" ] ||
 		fail "RLIMIT_NOFILE hard '$got', above the host's $hard"
-	expect_contains "cwd" "$(cat "$T/shim")" "cwd /work"
+	expect_contains "cwd, through the image's link" "$(cat "$T/shim")" "cwd /etc"
 	# the image's /etc (corral's entries), where the host's has debian_version
 	expect_contains "the image's /etc" "$(cat "$T/shim")" "resolv.conf"
 	expect_not_contains "no host /etc" "$(cat "$T/shim")" "debian_version"

@@ -1018,6 +1018,24 @@ static int refuse_extras(json_t *doc, json_t *lnx, struct corral_err *err)
 	return 0;
 }
 
+/*
+ * process.cwd where runc's chdir in the container finds it: through the
+ * image's links, inside the rootfs (corral_path_in_root), as the mounts'
+ * destinations.  Its form is judged as written first: a "..", "." or
+ * "//" is refused, not made plain by the walk.
+ */
+static int set_cwd(struct oci_spec *s, struct corral_err *err)
+{
+	char dir[PATH_MAX];
+
+	if (corral_policy_set_workdir(&s->p, s->cwd, err) < 0)
+		return err->code;
+	if (corral_path_in_root(s->p.root_fd, s->cwd, dir, sizeof(dir)) < 0)
+		return corral_set_err(err, -ENAMETOOLONG, "process.cwd %s: too long",
+				      s->cwd);
+	return corral_policy_set_workdir(&s->p, dir, err);
+}
+
 int oci_spec_load(const struct oci_operator *op, const char *bundle, json_t *config,
 		  struct oci_spec *s, struct corral_err *err)
 {
@@ -1090,7 +1108,7 @@ int oci_spec_load(const struct oci_operator *op, const char *bundle, json_t *con
 			r = corral_policy_set_env(&s->p, json_string_value(env), err);
 	}
 	if (r == 0 && strcmp(s->cwd, "/"))
-		r = corral_policy_set_workdir(&s->p, s->cwd, err);
+		r = set_cwd(s, err);
 	if (r == 0 && json_string_value(json_object_get(s->doc, "hostname")) &&
 	    !(s->hostname = strdup(json_string_value(json_object_get(s->doc,
 									"hostname")))))

@@ -481,6 +481,16 @@ static bool is_engine_init(const char *path)
 	return false;
 }
 
+/* a mount of config.json that binds, by its type or its options */
+static bool is_bind(json_t *m)
+{
+	const char *type = json_string_value(json_object_get(m, "type"));
+	json_t *opts = json_object_get(m, "options");
+
+	return (type && !strcmp(type, "bind")) || has_option(opts, "bind") ||
+	       has_option(opts, "rbind");
+}
+
 static bool binds_at(json_t *mounts, const char *dst)
 {
 	size_t i;
@@ -488,12 +498,8 @@ static bool binds_at(json_t *mounts, const char *dst)
 
 	json_array_foreach(mounts, i, m) {
 		const char *d = json_string_value(json_object_get(m, "destination"));
-		const char *type = json_string_value(json_object_get(m, "type"));
-		json_t *opts = json_object_get(m, "options");
 
-		if (d && !strcmp(d, dst) && ((type && !strcmp(type, "bind")) ||
-					     has_option(opts, "bind") ||
-					     has_option(opts, "rbind")))
+		if (d && !strcmp(d, dst) && is_bind(m))
 			return true;
 	}
 	return false;
@@ -527,8 +533,7 @@ static int add_mounts(const struct oci_operator *op, json_t *mounts,
 		const char *type = json_string_value(json_object_get(m, "type"));
 		const char *src = json_string_value(json_object_get(m, "source"));
 		json_t *opts = json_object_get(m, "options");
-		bool bind = (type && !strcmp(type, "bind")) || has_option(opts, "bind") ||
-			    has_option(opts, "rbind");
+		bool bind = is_bind(m);
 		char dst[PATH_MAX];
 		int fd;
 
@@ -554,10 +559,11 @@ static int add_mounts(const struct oci_operator *op, json_t *mounts,
 					      "filesystems and allowed binds", i,
 					      type ? type : "typeless", dst);
 		fd = src ? open_allowed(op, src) : -EPERM;
+		/* named as config.json names it, not where it would land */
 		if (fd < 0)
 			return corral_set_err(err, -EPERM, "mounts[%zu]: the host's %s "
 					      "bound on %s refused: not beneath the "
-					      "operator's allow_bind", i, src ? src : "?", dst);
+					      "operator's allow_bind", i, src ? src : "?", given);
 		/* the policy's fd now: the sandbox gets that object or none */
 		if (corral_policy_add_pinned_bind(&s->p, fd, dst, !has_option(opts, "ro"),
 						  err) < 0)

@@ -13,13 +13,14 @@
  * engine's runtime mounts, through the image's links.
  */
 #include "internal.h"
+#include "policy_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/openat2.h>
-#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -52,14 +53,6 @@ static int join(char *out, size_t len, const char *head, const char *tail)
 	return 0;
 }
 
-static bool has_dotdot(const char *path)
-{
-	for (const char *c = path; (c = strstr(c, "..")); c += 2)
-		if ((c == path || c[-1] == '/') && (c[2] == '/' || c[2] == '\0'))
-			return true;
-	return false;
-}
-
 /* where the fd lies, as a name beneath root's own (rlen long); -1 if not */
 static int name_in_root(int fd, const char *rpath, size_t rlen, char *out, size_t len)
 {
@@ -76,49 +69,57 @@ static int name_in_root(int fd, const char *rpath, size_t rlen, char *out, size_
 	return join(out, len, "/", got[rlen] == '/' ? got + rlen + 1 : "") ? -1 : 0;
 }
 
-int corral_path_in_root(int root, const char *path, char *out, size_t len)
+/* the longest prefix of the plain path that resolves, into found; the rest */
+static const char *walk_in_root(int root, const char *path, const char *rpath,
+				size_t rlen, char *found, size_t len)
 {
 	struct open_how how = {
 		.flags = O_PATH | O_CLOEXEC,
 		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
 	};
-	char rpath[PATH_MAX], self[64], prefix[PATH_MAX], found[PATH_MAX] = "/";
-	const char *rest = path, *end;
-	ssize_t rlen;
+	char prefix[PATH_MAX];
+	const char *rest = path;
 
-	if (join(out, len, "/", path[0] == '/' ? path + 1 : path) < 0)
-		return -ENAMETOOLONG;
-	snprintf(self, sizeof(self), "/proc/self/fd/%d", root);
-	rlen = readlink(self, rpath, sizeof(rpath) - 1);
-	if (path[0] != '/' || has_dotdot(path) || rlen <= 0)
-		return 0;
-	rpath[rlen] = '\0';
-	if (!strcmp(rpath, "/"))
-		rlen = 0;
-	/* the longest prefix that resolves; each walk from root, as runc's */
-	while (*rest) {
-		int fd;
+	snprintf(found, len, "/");
+	/* each walk from root, as runc's */
+	while (*rest == '/' && rest[1]) {
+		const char *end = rest + 1 + strcspn(rest + 1, "/");
+		int fd, r;
 
-		while (*rest == '/')
-			rest++;
-		end = rest + strcspn(rest, "/");
-		if (end == rest)
-			break;
-		if ((size_t)(end - path) >= sizeof(prefix))
-			return 0;
 		memcpy(prefix, path, (size_t)(end - path));
 		prefix[end - path] = '\0';
 		fd = openat2_retry(root, prefix, &how);
 		if (fd < 0)
 			break;
-		if (name_in_root(fd, rpath, (size_t)rlen, found, sizeof(found)) < 0) {
-			close(fd);
-			return 0;
-		}
+		r = name_in_root(fd, rpath, rlen, found, len);
 		close(fd);
+		if (r < 0)
+			return NULL;
 		rest = end;
 	}
-	while (*rest == '/')
-		rest++;
-	return join(out, len, found, rest);
+	return *rest == '/' ? rest + 1 : rest;
+}
+
+int corral_path_in_root(int root, const char *path, char *out, size_t len)
+{
+	char rpath[PATH_MAX], self[64], found[PATH_MAX], why[8], *plain = NULL;
+	const char *rest = NULL;
+	ssize_t rlen;
+	int r;
+
+	if (join(out, len, "/", path[0] == '/' ? path + 1 : path) < 0)
+		return -ENAMETOOLONG;
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", root);
+	rlen = readlink(self, rpath, sizeof(rpath) - 1);
+	/* "//" and "." made plain; a ".." (refused) taken as written */
+	if (rlen <= 0 || policy_normalise_path(path, strlen(path), "path", &plain,
+					       why, sizeof(why)) < 0)
+		return 0;
+	rpath[rlen] = '\0';
+	if (!strcmp(rpath, "/"))
+		rlen = 0;
+	rest = walk_in_root(root, plain, rpath, (size_t)rlen, found, sizeof(found));
+	r = rest ? join(out, len, found, rest) : 0;
+	free(plain);
+	return r;
 }

@@ -141,7 +141,7 @@ t_whole_file_answers_take_turns() {
 	no_leftovers
 }
 
-# 8 process_lists at once of 60 records whose argv (the model's) is 56 KB
+# 8 process_lists at once of 20 records whose argv (the model's) is 56 KB
 # of control characters: the answers take turns as whole files do
 t_process_records_take_turns() {
 	bound_test

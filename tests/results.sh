@@ -557,16 +557,11 @@ t_background_hits_explained() {
 # process holding MIB (300) MiB, then N calls that each leave a sleeper
 # (and a group lingering: more than LINGER_VISIT_MAX of them).
 hog_and_sleepers() {
-	local i=0
 	code=$(ex "$1" "$(jbody tool_call_id hog command \
 		"python3 -c 'import time; b = bytearray(${3:-300} << 20); open(\"/tmp/held\", \"w\").close(); time.sleep(600)' > /dev/null 2>&1 & i=0; while [ ! -e /tmp/held ] && [ \$i -lt 600 ]; do sleep 0.05; i=\$((i+1)); done; echo held")")
 	expect_code "the hog's call" "$code" 200
 	expect_eq "it left its hog running" "$(jq 'v["stdout"]')" held
-	while [ $i -lt $2 ]; do
-		code=$(ex "$1" "$(jbody command 'sleep 600 </dev/null >/dev/null 2>&1 &')")
-		expect_code "call $i leaves a sleeper" "$code" 200 || break
-		i=$((i + 1))
-	done
+	sleepers "$1" "$2"
 }
 
 # hog_kill_said MIB: the call's reason says the box's limit of MIB MiB

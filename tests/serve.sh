@@ -361,6 +361,18 @@ sbget() {	# sbget ID EXPR: a field of GET /v1/sandboxes/ID
 # ex ID BODY: POST exec; the status code on stdout, the result in $T/body.
 ex() { api POST "/v1/sandboxes/$1/exec" -d "$2"; }
 
+# sleepers ID N: N calls in box ID, one after another, each leaving a
+# sleeper (and its call's group lingering), made by one httpc --repeat:
+# a process of bash's for each was 3-4 forks, 15-25 ms of CPU on a pti=on
+# guest, most of such a test's.  A failure says which call and why.
+sleepers() {
+	local code
+	code=$("$HTTPC" -sS --max-time "${API_TIMEOUT:-60}" --unix-socket "$SOCK" --repeat "$2" \
+		-o "$T/body" -w '%{http_code}' -d '{"command": "sleep 600 </dev/null >/dev/null 2>&1 &"}' \
+		"http://localhost/v1/sandboxes/$1/exec" 2> "$T/curl.err")
+	expect_code "$2 calls that each leave a sleeper" "$code" 200
+}
+
 # sbsh ID COMMAND: run a shell command in the sandbox: its stdout, or a
 # failure unless it exited 0.
 sbsh() {
@@ -2679,18 +2691,12 @@ t_teardown_off_loop() {
 # test fails: 0 of 137 left, the box's group went too); 160 were 15% more
 # of the test's 10-16 s of CPU.
 t_teardown_of_lingering_calls_off_loop() {
-	local n=136 i d left before call
+	local n=136 i d left before
 	reap_held_daemon
 	a=$(mksb '{"idle_freeze_ms": 0}')
 	b=$(mksb '{"idle_freeze_ms": 0}')
 	reap_needs_cgroups "$a" || return $?
-	call=$(jbody command 'sleep 600 </dev/null >/dev/null 2>&1 &')
-	i=0
-	while [ $i -lt $n ]; do
-		code=$(ex "$a" "$call")
-		expect_code "call $i leaves a sleeper" "$code" 200 || break
-		i=$((i + 1))
-	done
+	sleepers "$a" $n
 	d=$(cgroups_of "$DPID" | grep -- "-$a\$" | head -1)
 	[ -n "$d" ] || fail "no group of a's"
 	# the calls' groups, and the one made ahead for the next call
@@ -2805,7 +2811,7 @@ syscr_of_call() {
 # lingering groups, less those of a box with none: fewer than n now (68
 # as root, 126 as 65534, for n = 300), 606 and 604 before.
 t_lingering_groups_read_in_batches() {
-	local n=300 i code ra rb
+	local n=300 code ra rb
 	start_daemon
 	a=$(mksb '{"idle_freeze_ms": 0}')
 	b=$(mksb '{"idle_freeze_ms": 0}')
@@ -2814,12 +2820,7 @@ t_lingering_groups_read_in_batches() {
 		skip "no cgroups: without them a box keeps $n calls' records at most 64"
 		return
 	fi
-	i=0
-	while [ $i -lt $n ]; do
-		code=$(ex "$a" "$(jbody command 'sleep 600 </dev/null >/dev/null 2>&1 &')")
-		expect_code "call $i leaves a sleeper" "$code" 200 || break
-		i=$((i + 1))
-	done
+	sleepers "$a" $n
 	ra=$(syscr_of_call "$a") || fail "no count of the daemon's reads over a's call"
 	rb=$(syscr_of_call "$b") || fail "no count of the daemon's reads over b's call"
 	[ $((ra - rb)) -lt $n ] ||
@@ -2839,7 +2840,7 @@ t_lingering_groups_read_in_batches() {
 # to the last process's end: fewer than n now (16 for n = 300), 6392 as
 # 65534 and 9385 as root before (cgroup.kill, v2 since 5.14, reads none).
 t_halt_kill_off_loop() {
-	local n=300 i code d r0 r1
+	local n=300 code d r0 r1
 	start_daemon
 	a=$(mksb '{"idle_freeze_ms": 0, "policy": {"abort": {"on_abort": "kill"}}}')
 	if ! cgroup_mode "$a"; then
@@ -2847,12 +2848,7 @@ t_halt_kill_off_loop() {
 		skip "no cgroups: init's death alone ends the tree"
 		return
 	fi
-	i=0
-	while [ $i -lt $n ]; do
-		code=$(ex "$a" "$(jbody command 'sleep 600 </dev/null >/dev/null 2>&1 &')")
-		expect_code "call $i leaves a sleeper" "$code" 200 || break
-		i=$((i + 1))
-	done
+	sleepers "$a" $n
 	d=$(cgroups_of "$DPID" | grep -- "-$a\$" | head -1)
 	[ "$(tree_procs "$d" | wc -l)" -ge $n ] || fail "a's processes: fewer than $n in $d"
 	r0=$(loop_reads)

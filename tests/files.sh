@@ -54,7 +54,7 @@ api() {
 	local m=$1 p=$2
 	shift 2
 	"$HTTPC" -sS --max-time 60 --unix-socket "$SOCK" -X "$m" -o "$T/body" \
-		-w '%{http_code}' "$@" "http://localhost$p" 2> "$T/curl.err" || true
+		-w '%{http_code}' --stderr "$T/curl.err" --exit-0 "$@" "http://localhost$p"
 }
 body() { head -c 400 "$T/body"; }
 jq() { pyjq "$1" "${2:-$T/body}"; }	# jq EXPR [FILE]: see lib.sh

@@ -50,8 +50,10 @@ start_daemon() {
 	launch_daemon "$@"
 	i=0
 	while [ $i -lt 1000 ]; do
+		# (api's status to a file, not by $( ): a fork less a poll)
 		if [ -S "$SOCK" ]; then
-			code=$(api GET /v1/health)
+			api GET /v1/health > "$T/health.code"
+			read -r code < "$T/health.code" || :
 			[ "$code" = 200 ] && return 0
 		fi
 		kill -0 "$DPID" 2>/dev/null || break
@@ -119,7 +121,7 @@ starttime() {
 # test's first daemon), to $T/pids.  In bash, by /proc/PID/task/*/children
 # and a grep of the log: a Python here was 90 ms of CPU each daemon.
 snapshot() {
-	local t0=0 p c s f
+	local t0=0 p c s f ev=""
 	local -a todo
 	local -A want
 	[ -s "$T/t0" ] && read -r t0 < "$T/t0"
@@ -139,9 +141,11 @@ snapshot() {
 		done
 	done
 	# every event's "pid" is the host's, at the top level of the event
-	while read -r p; do
-		[ -n "${want[$p]:-}" ] || want[$p]=event
-	done < <(grep -o '"pid":[0-9][0-9]*' "$STATE/audit.jsonl" 2>/dev/null | sort -u | cut -d: -f2)
+	# (one grep: the want map makes them unique)
+	[ -z "${STATE:-}" ] || out_of ev grep -o '"pid":[0-9][0-9]*' "$STATE/audit.jsonl"
+	while IFS=: read -r _ p; do
+		[ -z "$p" ] || [ -n "${want[$p]:-}" ] || want[$p]=event
+	done <<< "$ev"
 	for p in "${!want[@]}"; do
 		proc_stat "$p" && [ "${PSTAT[0]}" != Z ] || continue
 		[ "${want[$p]}" = child ] || [ "${PSTAT[19]}" -ge "$t0" ] || continue
@@ -164,12 +168,45 @@ cgroups_of() {	# cgroups_of PID: the cgroup directories of daemon PID
 	find /sys/fs/cgroup -maxdepth 4 -type d -name "corral-$1-*" 2>/dev/null
 }
 
+# cgroups_left PID: cgroups_of's directories, one per line, by globs in
+# this shell (no find: every test's end asks it twice), each hierarchy
+# once (not again through the cpu -> cpu,cpuacct links); for what asks
+# only whether any is left, as their order is not find's
+cgroups_left() {
+	local d top
+	for d in /sys/fs/cgroup/corral-"$1"-*/ /sys/fs/cgroup/*/corral-"$1"-*/ \
+		 /sys/fs/cgroup/*/*/corral-"$1"-*/ /sys/fs/cgroup/*/*/*/corral-"$1"-*/; do
+		[ -d "$d" ] || continue
+		d=${d%/}
+		top=${d#/sys/fs/cgroup/}
+		[ ! -L "/sys/fs/cgroup/${top%%/*}" ] || continue
+		printf '%s\n' "$d"
+	done
+}
+
+# out_of VAR CMD...: what CMD prints (its errors dropped) in VAR, CMD run
+# in this shell by way of a file in $T: a $( ) is a fork, 4-7 ms of CPU
+# on a pti=on guest, and every test's end asks several.  By $( ) where $T
+# takes no file (what is left must not read as nothing).
+out_of() {
+	local -n out_of_var=$1
+	local file=$T/out_of.${#FUNCNAME[@]}	# (a CMD may ask out_of too)
+	shift
+	out_of_var=""
+	if { : > "$file"; } 2> /dev/null; then
+		"$@" >> "$file" 2> /dev/null || :
+		IFS= read -r -d '' out_of_var < "$file" || :
+	else
+		out_of_var=$("$@" 2> /dev/null) || :
+	fi
+}
+
 # wait_gone WHAT SECONDS CMD...: until CMD prints nothing, at most SECONDS.
 wait_gone() {
 	local what=$1 n=$(( $2 * 10 )) i=0 left
 	shift 2
 	while :; do
-		left=$("$@" 2>/dev/null) || true
+		out_of left "$@"
 		[ -z "$left" ] && return 0
 		[ $i -ge $n ] && break
 		sleep 0.1
@@ -219,7 +256,7 @@ stop_daemon() {
 	if [ "$sig" = TERM ]; then
 		[ "$rc" = 0 ] || { fail "the daemon exited $rc on SIGTERM: $(log_digest "$DLOG")"; return 1; }
 		[ ! -e "$SOCK" ] || { fail "the socket $SOCK is still there"; return 1; }
-		wait_gone "cgroups of the daemon $pid" 5 cgroups_of "$pid" || return 1
+		wait_gone "cgroups of the daemon $pid" 5 cgroups_left "$pid" || return 1
 	fi
 	wait_gone "processes of the daemon $pid" 5 procs_alive
 }
@@ -229,7 +266,7 @@ stop_daemon() {
 # leaves stale cgroups (and frozen sandboxes) to the next start on its
 # state directory: one is started to sweep them, then its leftovers checked.
 on_test_exit() {
-	local rc=$? pid state log left="" stopped=""
+	local rc=$? pid state log left="" stopped="" d
 	set +e
 	trap - EXIT
 	IN_EXIT=1
@@ -237,7 +274,7 @@ on_test_exit() {
 	# and none for those its daemon's stop forks: else the stop waits on
 	# a held helper until its SIGKILL
 	exec 7>&-
-	rm -f "$T/reap"
+	[ ! -e "$T/reap" ] || rm -f "$T/reap"
 	# a process the test stopped and alone may continue (its pid is not
 	# had by another while it is stopped)
 	[ ! -s "$T/stopped_by_test" ] || while read -r pid; do
@@ -264,7 +301,7 @@ on_test_exit() {
 		stop_daemon || rc=1
 	fi
 	# (files read by redirection, not cat: every test runs this)
-	[ ! -s "$T/stopped" ] || stopped=$(< "$T/stopped")
+	[ ! -s "$T/stopped" ] || IFS= read -r -d '' stopped < "$T/stopped"
 	stopped=" ${stopped//$'\n'/ } "
 	[ ! -s "$T/daemons" ] || while read -r pid state log; do
 		case $stopped in
@@ -273,14 +310,16 @@ on_test_exit() {
 		kill -KILL "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
 	done < "$T/daemons"
 	[ ! -s "$T/daemons" ] || while read -r pid state log; do
-		left="$left$(cgroups_of "$pid")"
+		out_of d cgroups_left "$pid"
+		left+=$d
 	done < "$T/daemons"
 	# the test's network namespaces, with what ran in them gone
 	[ ! -s "$T/netns" ] || while read -r ns; do
 		ip netns del "$ns" 2>/dev/null || [ ! -e "/run/netns/$ns" ] ||
 			{ echo "    FAIL: network namespace $ns left" >&2; rc=1; }
 	done < "$T/netns"
-	left="$left$(procs_alive)"
+	out_of d procs_alive
+	left+=$d
 	if [ -n "$left" ]; then
 		[ "$rc" = 0 ] && rc=1
 		echo "    FAIL: left behind by this test's daemons: $(echo $left | head -c 600)" >&2
@@ -297,12 +336,14 @@ on_test_exit() {
 
 # api METHOD PATH [CURL ARGS...]: by httpc (lib.sh), the status code on
 # stdout; the body in $T/body, the headers in $T/headers.
+# (httpc last, with no redirection and no "|| true": in a $( ) bash execs
+# it in the subshell's place, a fork less a call)
 api() {
 	local m=$1 p=$2
 	shift 2
 	"$HTTPC" -sS --max-time "${API_TIMEOUT:-60}" --unix-socket "$SOCK" -X "$m" \
-		-D "$T/headers" -o "$T/body" -w '%{http_code}' "$@" \
-		"http://localhost$p" 2> "$T/curl.err" || true
+		-D "$T/headers" -o "$T/body" -w '%{http_code}' --stderr "$T/curl.err" --exit-0 "$@" \
+		"http://localhost$p"
 }
 
 body() { head -c "${1:-400}" "$T/body"; }

@@ -61,7 +61,7 @@ api() {	# api METHOD PATH [CURL ARGS...]: the status; the body in $T/body
 	local m=$1 p=$2
 	shift 2
 	"$HTTPC" -sS --max-time 60 --unix-socket "$SOCK" -X "$m" -o "$T/body" \
-		-w '%{http_code}' "$@" "http://localhost$p" 2> "$T/curl.err" || true
+		-w '%{http_code}' --stderr "$T/curl.err" --exit-0 "$@" "http://localhost$p"
 }
 
 cli() {	# cli VERB ARGS...: the client, stdout to $T/out; its status returned

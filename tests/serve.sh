@@ -121,7 +121,7 @@ starttime() {
 # test's first daemon), to $T/pids.  In bash, by /proc/PID/task/*/children
 # and a grep of the log: a Python here was 90 ms of CPU each daemon.
 snapshot() {
-	local t0=0 p c s f ev=""
+	local t0=0 p c s f ev="" st
 	local -a todo
 	local -A want
 	[ -s "$T/t0" ] && read -r t0 < "$T/t0"
@@ -141,8 +141,14 @@ snapshot() {
 		done
 	done
 	# every event's "pid" is the host's, at the top level of the event
-	# (one grep: the want map makes them unique)
-	[ -z "${STATE:-}" ] || out_of ev grep -o '"pid":[0-9][0-9]*' "$STATE/audit.jsonl"
+	# (one grep: the want map makes them unique), in the log of the state
+	# directory daemon $1 was started with (a test may have set STATE for
+	# its start alone)
+	st=${STATE:-}
+	[ ! -s "$T/daemons" ] || while read -r p s _; do
+		[ "$p" != "$1" ] || st=$s
+	done < "$T/daemons"
+	[ -z "$st" ] || out_of ev grep -o '"pid":[0-9][0-9]*' "$st/audit.jsonl"
 	while IFS=: read -r _ p; do
 		[ -z "$p" ] || [ -n "${want[$p]:-}" ] || want[$p]=event
 	done <<< "$ev"
@@ -409,8 +415,9 @@ ex() { api POST "/v1/sandboxes/$1/exec" -d "$2"; }
 sleepers() {
 	local code
 	code=$("$HTTPC" -sS --max-time "${API_TIMEOUT:-60}" --unix-socket "$SOCK" --repeat "$2" \
-		-o "$T/body" -w '%{http_code}' -d '{"command": "sleep 600 </dev/null >/dev/null 2>&1 &"}' \
-		"http://localhost/v1/sandboxes/$1/exec" 2> "$T/curl.err")
+		-o "$T/body" -w '%{http_code}' --stderr "$T/curl.err" --exit-0 \
+		-d '{"command": "sleep 600 </dev/null >/dev/null 2>&1 &"}' \
+		"http://localhost/v1/sandboxes/$1/exec")
 	expect_code "$2 calls that each leave a sleeper" "$code" 200
 }
 

@@ -448,8 +448,9 @@ int corral_policy_add_pinned_bind(struct corral_policy *p, int fd, const char *d
  * mounts are private), tmpcopyup (the directory starts empty), atime
  * (strictatime, relatime, noatime, nodiratime, lazytime and their
  * negations: the scratch's own) taken and not applied; uid=/gid= only
- * as the sandbox's user (1000), who owns it.  Refused, with why: dst not absolute or with "..", "/", corral's
- * own trees (/proc /dev /sys /oldroot /.corral /.scratch) and what holds
+ * as the sandbox's user (1000), who owns it.  Refused, with why: dst not
+ * absolute or with "..", "/", corral's own trees (/proc /dev /sys
+ * /oldroot /.corral /.scratch) and what holds
  * corral's own mounts (/tmp, /home/agent, /workspace, /etc, or a
  * directory above one), a dst given twice or already a bind's, more than
  * CORRAL_TMPFS_MAX, an option unknown or malformed.

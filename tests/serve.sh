@@ -174,10 +174,11 @@ cgroups_of() {	# cgroups_of PID: the cgroup directories of daemon PID
 	find /sys/fs/cgroup -maxdepth 4 -type d -name "corral-$1-*" 2>/dev/null
 }
 
-# cgroups_left PID: cgroups_of's directories, one per line, by globs in
-# this shell (no find: every test's end asks it twice), each hierarchy
-# once (not again through the cpu -> cpu,cpuacct links); for what asks
-# only whether any is left, as their order is not find's
+# cgroups_left PID: cgroups_of's directories by globs in this shell (no
+# find: every test's end asks it twice), each hierarchy once (not again
+# through the cpu -> cpu,cpuacct links).  For whether any is left: their
+# order is the globs', not find's, and a test that takes the first of
+# cgroups_of's for its calls' groups found none in the first of these.
 cgroups_left() {
 	local d top
 	for d in /sys/fs/cgroup/corral-"$1"-*/ /sys/fs/cgroup/*/corral-"$1"-*/ \
@@ -414,10 +415,8 @@ ex() { api POST "/v1/sandboxes/$1/exec" -d "$2"; }
 # guest, most of such a test's.  A failure says which call and why.
 sleepers() {
 	local code
-	code=$("$HTTPC" -sS --max-time "${API_TIMEOUT:-60}" --unix-socket "$SOCK" --repeat "$2" \
-		-o "$T/body" -w '%{http_code}' --stderr "$T/curl.err" --exit-0 \
-		-d '{"command": "sleep 600 </dev/null >/dev/null 2>&1 &"}' \
-		"http://localhost/v1/sandboxes/$1/exec")
+	code=$(api POST "/v1/sandboxes/$1/exec" --repeat "$2" \
+		-d '{"command": "sleep 600 </dev/null >/dev/null 2>&1 &"}')
 	expect_code "$2 calls that each leave a sleeper" "$code" 200
 }
 

@@ -215,7 +215,7 @@ front_test() {
 # smaller tests around them.
 bound_test() {
 	[ "${TEST_BOUNDS:-}" != elsewhere ] ||
-		skip "a flood's bound: make check runs it once, in the -O2 build"
+		skip "a flood's bound or a race's many rounds: make check runs it once, in the -O2 build"
 }
 
 # JGET and HTTPC: tests/helpers/jget, the JSON reader, and httpc, the HTTP

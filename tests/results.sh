@@ -594,6 +594,10 @@ oom_box() {
 # that its limit bit (v2: its OOM kills; v1: its OOM events), and
 # every lingering group is read then.
 t_background_hits_said_past_the_batch() {
+	# a race hunt under load (300 groups lingering, the box pressed at
+	# its limit: 12-24 s of CPU under ASan): once, -O2 (bound_test);
+	# under ASan the smaller tests around it read the same groups
+	bound_test
 	local n=300
 	oom_box '' || return $?
 	hog_and_sleepers "$id" $n
@@ -648,6 +652,10 @@ if len(sys.argv) > 1:
     b = bytearray(int(sys.argv[1]) << 20)
     print(len(b))'
 t_background_hits_said_after_early_reads() {
+	# a race hunt under load (300 groups lingering, the box pressed at
+	# its limit: 12-24 s of CPU under ASan): once, -O2 (bound_test);
+	# under ASan the smaller tests around it read the same groups
+	bound_test
 	local n=300
 	early_reads_box "$n" || return $?
 	press_then_next
@@ -663,6 +671,10 @@ t_background_hits_said_after_early_reads() {
 # every lingering group after one, too early, and the call's end could
 # read no more.  A tick takes one of the two reads at most now.
 t_background_hits_said_after_other_kills() {
+	# a race hunt under load (300 groups lingering, the box pressed at
+	# its limit: 12-24 s of CPU under ASan): once, -O2 (bound_test);
+	# under ASan the smaller tests around it read the same groups
+	bound_test
 	local n=300
 	oom_box '' || return $?
 	hog_and_sleepers "$id" $n 150
@@ -728,6 +740,10 @@ oomer_start() {
 # said nothing of it (results.sh under make check, other lanes' OOM
 # tests at the same time).  The box's own OOM events say it now.
 t_background_hits_said_under_host_oom_kills() {
+	# a race hunt under load (300 groups lingering, the box pressed at
+	# its limit: 12-24 s of CPU under ASan): once, -O2 (bound_test);
+	# under ASan the smaller tests around it read the same groups
+	bound_test
 	local n=300 kills
 	early_reads_box "$n" || return $?
 	oomer_start "$id" || { local r=$?; stop_daemon; [ $r != 77 ] || skip "no cgroup v1 memory group"; return $r; }

@@ -2858,6 +2858,10 @@ syscr_of_call() {
 # lingering groups, less those of a box with none: fewer than n now (68
 # as root, 126 as 65534, for n = 300), 606 and 604 before.
 t_lingering_groups_read_in_batches() {
+	# a bound with 300 groups lingering (14 s of CPU under ASan): once,
+	# -O2; under ASan t_teardown_of_lingering_calls_off_loop's 136 are
+	# read in the same batches at its calls' ends
+	bound_test
 	local n=300 code ra rb
 	start_daemon
 	a=$(mksb '{"idle_freeze_ms": 0}')
@@ -2887,6 +2891,10 @@ t_lingering_groups_read_in_batches() {
 # to the last process's end: fewer than n now (16 for n = 300), 6392 as
 # 65534 and 9385 as root before (cgroup.kill, v2 since 5.14, reads none).
 t_halt_kill_off_loop() {
+	# a bound with 300 groups lingering (10 s of CPU under ASan): once,
+	# -O2; under ASan abort.sh's daemon halts (on_abort "kill") take
+	# the same path
+	bound_test
 	local n=300 code d r0 r1
 	start_daemon
 	a=$(mksb '{"idle_freeze_ms": 0, "policy": {"abort": {"on_abort": "kill"}}}')

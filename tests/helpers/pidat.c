@@ -7,7 +7,7 @@
  * meant for that process: what an attacker in a sandbox does by forking
  * until pid_max wraps.
  *
- * As root, ns_last_pid is set to PID - 1 (a few tries); else, or if that
+ * As root, ns_last_pid is set to PID - 1 (64 tries at most); else, or if that
  * did not get it, or "fork" was said (to time what an attacker without
  * ns_last_pid takes), we fork until the pid counter comes round to PID:
  * at most 3 * pid_max forks and 60 s, less where the rate so far says
@@ -88,13 +88,22 @@ static pid_t one(void)
 	return 0;
 }
 
-/* As root: the next pid named outright, a few tries (another may fork between). */
+/*
+ * As root: the next pid named outright.  Another process may fork between
+ * the write and ours, whose pid comes only once fork has copied our memory
+ * (a millisecond and more on a loaded guest).  Beside make check's lanes'
+ * many forks a second, five tries in a row once lost to them, and the
+ * fallback, forking until the counter came round, took 28 s of CPU: 64
+ * tries, each one fork.
+ */
+#define LAST_PID_TRIES	64
+
 static pid_t by_last_pid(void)
 {
 	char buf[32];
 	int len = snprintf(buf, sizeof(buf), "%d", (int)target - 1);
 
-	for (int i = 0; i < 5; i++) {
+	for (int i = 0; i < LAST_PID_TRIES; i++) {
 		int fd = open("/proc/sys/kernel/ns_last_pid", O_WRONLY | O_CLOEXEC);
 		pid_t pid;
 

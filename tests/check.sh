@@ -1,7 +1,7 @@
 #!/bin/bash
 # check.sh - the whole suite, as `make check` runs it:
-#   1. a build with -Wall -Wextra -Werror and one with AddressSanitizer +
-#      UBSan, both at once; the unit tests of both, six at once
+#   1. a build with -Wall -Wextra -Werror, and one with AddressSanitizer +
+#      UBSan; the unit tests of both, six at once
 #   2. four lanes at once, and a fifth beside them (a sandbox test
 #      waits on the kernel and on its clients; the lanes print how busy
 #      the CPUs were):
@@ -590,34 +590,25 @@ npm_wait() {
 	return $rc
 }
 
-# build/ without debug information (-g0): a quarter of its CPU (the
-# library 35 s of CPU, not 46, measured side by side), which nothing of the
-# check reads.  build/ stays so after the check (symbols, no lines): `make
-# clean all` for a debugger's build.
-#
-# build-asan/ at -O0 -g1: the whole build took 58 s of CPU, not 86 at
-# -O1 -g1 (72 more at -O2 -g), and the check is CPU-bound from its first
-# build to its last lane.  What the sandboxes cost is the
-# kernel's, not this code's speed (a profile of the whole check: 2% of its
-# CPU in corral's own code): files.sh and tls.sh took the same CPU with
-# either build, and so did `corral run -- true` (65-72 ms).  Unoptimized,
-# every load and store keeps its check, and a report still names file and
-# line; build/, at -O2, is the one whose warnings need the optimizer.
-#
-# The two at once: one after the other they took 56 s and 51 s of wall
-# time (ci66c), the first with a core idle a third of it (make's links and
-# archives, one at a time), and nothing else runs before them.  Their
-# errors name their files; either failing fails the step.
-both_builds() {
-	local pid rc=0
-	build build "-Werror -g0" "" &
-	pid=$!
-	build build-asan "-Werror -O0 -g1 $SAN" "$SAN" || rc=1
-	wait "$pid" || rc=1
-	return $rc
-}
-step "build with -Wall -Wextra -Werror, and with ASan+UBSan" both_builds
+# No debug information (-g0): a quarter of this build's CPU (the library
+# 35 s of CPU, not 46, measured side by side), which nothing of the check
+# reads.  build/ stays so after the check (symbols, no lines): `make clean
+# all` for a debugger's build.
+# (The two builds at once took 86 s and 170 s of CPU where one after the
+# other took 67 s and 130: four compilers on two cores of a pti=on guest
+# lose more to switching than the idle core of a link gives back.)
+step "build with -Wall -Wextra -Werror" build build "-Werror -g0" ""
 step "the library exports only corral.h" tests/exports.sh build
+# -O0 -g1: the build took 61 s of CPU, not 86 at -O1 -g1 (72 more at -O2
+# -g), and the check is CPU-bound from its first build to its last lane.
+# What the sandboxes cost is the kernel's, not this code's speed (a profile
+# of the whole check: 2% of its CPU in corral's own code): files.sh and
+# tls.sh took the same CPU with either build, and so did `corral run --
+# true` (65-72 ms); the unit tests took 42 s of CPU, not 32 (unit_tls's
+# loops twice theirs).  Unoptimized, every load and store keeps its check,
+# and a report still names file and line; build/, at -O2, is the one whose
+# warnings need the optimizer.
+step "build with ASan+UBSan" build build-asan "-Werror -O0 -g1 $SAN" "$SAN"
 step "the sanitizers' flags catch an overflow, a leak and UB" env SAN="$SAN" tests/sanitizers.sh
 touch "$LANE_DIR/.built"	# the fuzzers' lane goes on with both builds
 # the slower, sanitized ones started first

@@ -17,7 +17,7 @@ expect() {
 	local name=$1 want=$3 rc=0
 	printf '%s\n' "$2" > "$T/$name.c"
 	# shellcheck disable=SC2086
-	if ! ${CC:-cc} -g -O0 $SAN -o "$T/$name" "$T/$name.c" 2> "$T/$name.cc"; then
+	if ! ${CC:-cc} -g -O1 $SAN -o "$T/$name" "$T/$name.c" 2> "$T/$name.cc"; then
 		echo "not ok - $name: does not build"
 		sed 's/^/    /' "$T/$name.cc"
 		FAIL=$((FAIL + 1))

@@ -43,6 +43,8 @@ expect_py() {
 JUDGE_PY='
 import base64, json, sys
 inp, out = open(sys.argv[1], "rb"), open(sys.argv[2], "w")
+out.write("ready\n")
+out.flush()
 def field():
     b = bytearray()
     while True:
@@ -68,13 +70,22 @@ while True:
 
 # judge_start: the judge, its requests on fd $JUDGE_IN, its answers on
 # $JUDGE_OUT (both FIFOs opened both ways: no open waits).  Every test's
-# subshell inherits them, the judge holds neither.
+# subshell inherits them, the judge holds neither.  Its first line says it
+# has both open: a suite whose tests all skipped stopped it before its
+# Python had started, let go of the FIFOs, and the judge's open of the
+# first then waited for a writer, and judge_stop for the judge, forever.
 judge_start() {
+	local r=""
 	mkfifo "$TEST_TMP/judge.in" "$TEST_TMP/judge.out" || exit 1
 	exec {JUDGE_IN}<> "$TEST_TMP/judge.in" {JUDGE_OUT}<> "$TEST_TMP/judge.out"
 	$PY -c "$JUDGE_PY" "$TEST_TMP/judge.in" "$TEST_TMP/judge.out" \
 		{JUDGE_IN}>&- {JUDGE_OUT}>&- < /dev/null &
 	JUDGE_PID=$!
+	IFS= read -r -t 60 r <&"$JUDGE_OUT" && [ "$r" = ready ] || {
+		echo "the judge (pid $JUDGE_PID) did not start in 60 s: '$r'"
+		kill "$JUDGE_PID"
+		exit 1
+	}
 }
 
 # judge_stop: an empty id ends the judge (not the end of its input: a
@@ -555,7 +566,10 @@ t_background_hits_explained() {
 
 # hog_and_sleepers ID N [MIB]: in box ID, a call "hog" that leaves a
 # process holding MIB (300) MiB, then N calls that each leave a sleeper
-# (and a group lingering: more than LINGER_VISIT_MAX of them).
+# (and a group lingering: more than LINGER_VISIT_MAX of them).  The tests
+# that use it hunt races under load, 12-24 s of CPU each under ASan: they
+# run once, in the -O2 build (bound_test), and t_background_hits_explained
+# and t_meter_peak_kept_past_a_limit_hit take the same reads under ASan.
 hog_and_sleepers() {
 	code=$(ex "$1" "$(jbody tool_call_id hog command \
 		"python3 -c 'import time; b = bytearray(${3:-300} << 20); open(\"/tmp/held\", \"w\").close(); time.sleep(600)' > /dev/null 2>&1 & i=0; while [ ! -e /tmp/held ] && [ \$i -lt 600 ]; do sleep 0.05; i=\$((i+1)); done; echo held")")
@@ -594,10 +608,7 @@ oom_box() {
 # that its limit bit (v2: its OOM kills; v1: its OOM events), and
 # every lingering group is read then.
 t_background_hits_said_past_the_batch() {
-	# a race hunt under load (300 groups lingering, the box pressed at
-	# its limit: 12-24 s of CPU under ASan): once, -O2 (bound_test);
-	# under ASan the smaller tests around it read the same groups
-	bound_test
+	bound_test	# a race hunt: once, -O2 (hog_and_sleepers)
 	local n=300
 	oom_box '' || return $?
 	hog_and_sleepers "$id" $n
@@ -652,10 +663,7 @@ if len(sys.argv) > 1:
     b = bytearray(int(sys.argv[1]) << 20)
     print(len(b))'
 t_background_hits_said_after_early_reads() {
-	# a race hunt under load (300 groups lingering, the box pressed at
-	# its limit: 12-24 s of CPU under ASan): once, -O2 (bound_test);
-	# under ASan the smaller tests around it read the same groups
-	bound_test
+	bound_test	# a race hunt: once, -O2 (hog_and_sleepers)
 	local n=300
 	early_reads_box "$n" || return $?
 	press_then_next
@@ -671,10 +679,7 @@ t_background_hits_said_after_early_reads() {
 # every lingering group after one, too early, and the call's end could
 # read no more.  A tick takes one of the two reads at most now.
 t_background_hits_said_after_other_kills() {
-	# a race hunt under load (300 groups lingering, the box pressed at
-	# its limit: 12-24 s of CPU under ASan): once, -O2 (bound_test);
-	# under ASan the smaller tests around it read the same groups
-	bound_test
+	bound_test	# a race hunt: once, -O2 (hog_and_sleepers)
 	local n=300
 	oom_box '' || return $?
 	hog_and_sleepers "$id" $n 150
@@ -740,10 +745,7 @@ oomer_start() {
 # said nothing of it (results.sh under make check, other lanes' OOM
 # tests at the same time).  The box's own OOM events say it now.
 t_background_hits_said_under_host_oom_kills() {
-	# a race hunt under load (300 groups lingering, the box pressed at
-	# its limit: 12-24 s of CPU under ASan): once, -O2 (bound_test);
-	# under ASan the smaller tests around it read the same groups
-	bound_test
+	bound_test	# a race hunt: once, -O2 (hog_and_sleepers)
 	local n=300 kills
 	early_reads_box "$n" || return $?
 	oomer_start "$id" || { local r=$?; stop_daemon; [ $r != 77 ] || skip "no cgroup v1 memory group"; return $r; }

@@ -65,8 +65,6 @@ landlock_abi() {
 	/usr/bin/python3 -c 'import ctypes; l = ctypes.CDLL(None, use_errno=True); print(max(l.syscall(444, None, 0, 1), 0))'
 }
 
-# bundle DIR ARGV_JSON [PYTHON]: a busybox-static rootfs and a config.json
-# shaped as `runc spec` makes it; PYTHON edits c (the config) first.
 # rootfs_template DIR: busybox and its commands, once a suite: copied whole
 # into each bundle (its ten links one by one were eleven forks and execs
 # a bundle, 4-7 ms of CPU each on a pti=on guest)
@@ -79,6 +77,9 @@ rootfs_template() {
 	done
 }
 
+# bundle DIR ARGV_JSON [PYTHON]: a busybox-static rootfs (the suite's
+# template's copy) and a config.json shaped as `runc spec` makes it;
+# PYTHON edits c (the config) first.
 bundle() {
 	local dir=$1 argv=$2 edit=${3:-}
 	# never through a symlink a test made (rootfs -> /): that is the host
